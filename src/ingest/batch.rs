@@ -1,0 +1,591 @@
+//! One ingest transaction: read sources from their checkpoints, validate every line, write Parquet, commit once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::IngestError;
+use super::sink::{Partitions, Provenance, QuarantineBuffer, Rejected};
+use super::source::{self, End, Item, WINDOW};
+use crate::lake::{self, Lake, NewFile, SourceState, State, Txn, hex, tables};
+use crate::log::{self, syntax};
+
+/// Flush a partition's buffer to a file past this many bytes, and bound all buffers together by it.
+pub const FLUSH_BYTES: usize = 64 << 20;
+
+/// Options of an ingest run.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+    /// Buffer bound (bytes) before a partition is flushed to a file.
+    pub flush_bytes: usize,
+    /// Treat a last line without newline in a plain file as complete (the file is final).
+    pub final_files: bool,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            progress: true,
+            flush_bytes: FLUSH_BYTES,
+            final_files: false,
+        }
+    }
+}
+
+/// What an ingest run did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct IngestReport {
+    /// Lake version committed (`None` when there was nothing new).
+    pub version: Option<u64>,
+    pub files_seen: u64,
+    /// Files read from their start.
+    pub files_new: u64,
+    /// Known files read from their checkpoint.
+    pub files_grown: u64,
+    /// Known files with nothing new.
+    pub files_unchanged: u64,
+    /// Files without one complete line yet (left for a later run).
+    pub files_waiting: u64,
+    /// Files that could not be opened (left for a later run; see the log).
+    pub files_unreadable: u64,
+    /// Corrupt archives (quarantined from the point of failure).
+    pub files_corrupt: u64,
+    /// Complete lines read in this run.
+    pub lines_read: u64,
+    pub lines_valid: u64,
+    pub lines_quarantined: u64,
+    /// Bytes after the last newline of growing files, left for a later run.
+    pub partial_bytes: u64,
+    /// Decompressed bytes read.
+    pub bytes_read: u64,
+    pub files_written: u64,
+    pub elapsed_ms: u64,
+}
+
+impl IngestReport {
+    /// The one-line summary printed at the end of a run.
+    pub fn summary_line(&self) -> String {
+        let secs = (self.elapsed_ms as f64 / 1000.0).max(1e-3);
+        format!(
+            "ingest: {} files ({} new, {} grown, {} unchanged, {} waiting, {} unreadable, {} corrupt); {} lines read = {} valid + {} quarantined; {} partial bytes left; {} Parquet files; {}; {:.1} s, {:.1} MB/s, {:.0} events/s",
+            self.files_seen,
+            self.files_new,
+            self.files_grown,
+            self.files_unchanged,
+            self.files_waiting,
+            self.files_unreadable,
+            self.files_corrupt,
+            self.lines_read,
+            self.lines_valid,
+            self.lines_quarantined,
+            self.partial_bytes,
+            self.files_written,
+            match self.version {
+                Some(v) => format!("committed lake version {v}"),
+                None => "nothing to commit".to_string(),
+            },
+            secs,
+            self.bytes_read as f64 / 1e6 / secs,
+            self.lines_valid as f64 / secs,
+        )
+    }
+}
+
+/// A batch ready to be written by the writer thread.
+struct Job {
+    file: NewFile,
+    batch: RecordBatch,
+    table: tables::TableDef,
+}
+
+type Written = (NewFile, u64, u64);
+
+/// Ingests files and directories into the lake in one transaction.
+pub fn ingest_paths(
+    lake: &Lake,
+    inputs: &[PathBuf],
+    opts: &IngestOptions,
+) -> Result<IngestReport, IngestError> {
+    let files = source::discover(inputs).map_err(|e| IngestError::Input {
+        path: inputs_label(inputs),
+        source: e,
+    })?;
+    let mut writer = lake.writer()?;
+    let mut txn = writer.begin("ingest")?;
+    let state = lake.state()?;
+    let report = ingest_files(&mut txn, &state, &files, opts)?;
+    let mut report = report;
+    if txn.is_empty() {
+        txn.abort();
+        return Ok(report);
+    }
+    let summary = serde_json::to_value(&report).unwrap_or_default();
+    report.version = Some(txn.commit(summary)?);
+    Ok(report)
+}
+
+fn inputs_label(inputs: &[PathBuf]) -> PathBuf {
+    inputs.first().cloned().unwrap_or_default()
+}
+
+/// Reads `files` into the transaction (data files written as pending, source checkpoints moved).
+pub fn ingest_files(
+    txn: &mut Txn<'_, '_>,
+    state: &State,
+    files: &[PathBuf],
+    opts: &IngestOptions,
+) -> Result<IngestReport, IngestError> {
+    let started = Instant::now();
+    let ingested_at = lake::now_ms();
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let counter = Arc::new(AtomicU64::new(0));
+    let bar = progress_bar(opts.progress, total);
+    let mut report = IngestReport {
+        files_seen: files.len() as u64,
+        ..IngestReport::default()
+    };
+    let events_def = tables::events();
+    let events_schema = events_def.schema();
+    let quarantine_def = tables::quarantine();
+    let quarantine_schema = quarantine_def.schema();
+
+    let written: Vec<Written> = std::thread::scope(|scope| -> Result<Vec<Written>, IngestError> {
+        let (tx, rx) = mpsc::sync_channel::<Job>(1);
+        let handle = scope.spawn(move || -> Result<Vec<Written>, IngestError> {
+            let mut out = Vec::new();
+            for job in rx {
+                let sorted = super::sink::sort_batch(&job.batch, job.table.sort_by)?;
+                drop(job.batch);
+                let rows = sorted.num_rows() as u64;
+                let bytes = lake::parquet::write_file(
+                    &job.file.pending,
+                    &job.table,
+                    sorted.schema(),
+                    &[sorted],
+                )?;
+                out.push((job.file, rows, bytes));
+            }
+            Ok(out)
+        });
+        let mut ctx = Ctx {
+            txn,
+            tx: &tx,
+            parts: Partitions::default(),
+            quarantine: QuarantineBuffer::new(ingested_at),
+            quarantine_partition: format!("date={}", syntax::date_of(ingested_at)),
+            events_schema: &events_schema,
+            events_def: &events_def,
+            quarantine_schema: &quarantine_schema,
+            quarantine_def: &quarantine_def,
+            flush_bytes: opts.flush_bytes,
+            report: &mut report,
+            counter: &counter,
+        };
+        let mut result = Ok(());
+        for path in files {
+            if let Err(e) = ctx.file(path, state, opts) {
+                result = Err(e);
+                break;
+            }
+            bar.set_position(counter.load(Ordering::Relaxed));
+        }
+        if result.is_ok() {
+            result = ctx.flush_all();
+        }
+        drop(ctx);
+        drop(tx);
+        let written = handle.join().map_err(|_| IngestError::WriterPanicked)??;
+        if result.is_err() {
+            for (f, _, _) in &written {
+                let _ = std::fs::remove_file(&f.pending);
+            }
+        }
+        result.map(|()| written)
+    })?;
+    bar.finish_and_clear();
+    report.files_written = written.len() as u64;
+    for (file, rows, bytes) in written {
+        txn.add_file(file, rows, bytes);
+    }
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+fn progress_bar(enabled: bool, total: u64) -> indicatif::ProgressBar {
+    if !enabled {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} ingest [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+struct Ctx<'c, 'w, 'a> {
+    txn: &'c mut Txn<'w, 'a>,
+    tx: &'c mpsc::SyncSender<Job>,
+    parts: Partitions,
+    quarantine: QuarantineBuffer,
+    quarantine_partition: String,
+    events_schema: &'c arrow::datatypes::SchemaRef,
+    events_def: &'c tables::TableDef,
+    quarantine_schema: &'c arrow::datatypes::SchemaRef,
+    quarantine_def: &'c tables::TableDef,
+    flush_bytes: usize,
+    report: &'c mut IngestReport,
+    counter: &'c Arc<AtomicU64>,
+}
+
+impl Ctx<'_, '_, '_> {
+    fn send(
+        &mut self,
+        table: &tables::TableDef,
+        partition: &str,
+        batch: RecordBatch,
+    ) -> Result<(), IngestError> {
+        let file = self.txn.new_file(table.name, Some(partition))?;
+        self.tx
+            .send(Job {
+                file,
+                batch,
+                table: table.clone(),
+            })
+            .map_err(|_| IngestError::WriterPanicked)
+    }
+
+    fn flush_partition(&mut self, key: &str) -> Result<(), IngestError> {
+        let Some(buf) = self.parts.buffers.get_mut(key) else {
+            return Ok(());
+        };
+        if buf.rows() == 0 {
+            return Ok(());
+        }
+        let batch = buf.finish(self.events_schema)?;
+        self.parts.buffers.remove(key);
+        let def = self.events_def.clone();
+        self.send(&def, key, batch)
+    }
+
+    fn flush_quarantine(&mut self) -> Result<(), IngestError> {
+        if self.quarantine.rows() == 0 {
+            return Ok(());
+        }
+        let batch = self.quarantine.finish(self.quarantine_schema)?;
+        let part = self.quarantine_partition.clone();
+        let def = self.quarantine_def.clone();
+        self.send(&def, &part, batch)
+    }
+
+    fn flush_all(&mut self) -> Result<(), IngestError> {
+        let keys: Vec<String> = self.parts.buffers.keys().cloned().collect();
+        for k in keys {
+            self.flush_partition(&k)?;
+        }
+        self.flush_quarantine()
+    }
+
+    fn maybe_flush(&mut self) -> Result<(), IngestError> {
+        while self.parts.bytes() > self.flush_bytes {
+            let Some(k) = self.parts.largest() else { break };
+            self.flush_partition(&k)?;
+        }
+        if self.quarantine.bytes() > self.flush_bytes {
+            self.flush_quarantine()?;
+        }
+        Ok(())
+    }
+
+    fn file(
+        &mut self,
+        path: &Path,
+        state: &State,
+        opts: &IngestOptions,
+    ) -> Result<(), IngestError> {
+        let path_text = path.to_string_lossy().into_owned();
+        let fp = match source::fingerprint(path) {
+            Ok(Some(fp)) => fp,
+            Ok(None) => {
+                self.report.files_waiting += 1;
+                if opts.final_files {
+                    tracing::warn!(file = %path_text, "no complete line: nothing to ingest");
+                }
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
+                self.report.files_unreadable += 1;
+                return Ok(());
+            }
+        };
+        let resume = match source::resume_point(path, &fp, state) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
+                self.report.files_unreadable += 1;
+                return Ok(());
+            }
+        };
+        if resume.known && resume.state.sealed {
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
+        let start = resume.state.offset;
+        let mut reader = match source::open_at(path, start, Arc::clone(self.counter)) {
+            Ok(r) => r.final_content(opts.final_files),
+            Err(e) => {
+                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
+                self.report.files_unreadable += 1;
+                return Ok(());
+            }
+        };
+        let source_id = resume.state.id.clone();
+        let mut line_no = resume.state.lines;
+        let mut tail = TailWindow::default();
+        let mut head = (start == 0).then(Sha256::new);
+        let mut lines_here = 0u64;
+        while let Some(item) = reader.next_item() {
+            line_no += 1;
+            lines_here += 1;
+            match item {
+                Item::Line {
+                    offset,
+                    bytes,
+                    newline,
+                } => {
+                    self.report.bytes_read += bytes.len() as u64 + u64::from(newline);
+                    if let Some(h) = head.as_mut() {
+                        feed_head(h, offset, bytes, newline);
+                    }
+                    tail.push(bytes, newline);
+                    let prov = Provenance {
+                        file: &path_text,
+                        source_id: &source_id,
+                        line: line_no,
+                        offset,
+                    };
+                    match log::parse_line_detail(bytes) {
+                        Ok(parsed) => {
+                            // parse_line_detail checked UTF-8.
+                            let raw = std::str::from_utf8(bytes).unwrap_or_default();
+                            let key = format!("date={}", syntax::date_of(parsed.event.ts));
+                            self.parts
+                                .buffers
+                                .entry(key)
+                                .or_default()
+                                .push(&parsed, raw, prov);
+                            self.report.lines_valid += 1;
+                        }
+                        Err(reject) => {
+                            self.quarantine.push(&Rejected {
+                                file: &path_text,
+                                source_id: &source_id,
+                                line: Some(line_no),
+                                offset,
+                                raw: bytes,
+                                raw_len: bytes.len() as u64,
+                                raw_sha256: hex(&Sha256::digest(bytes)),
+                                reason: reject.code(),
+                                message: reject.to_string(),
+                                field: reject.field(),
+                            });
+                            self.report.lines_quarantined += 1;
+                        }
+                    }
+                }
+                Item::Overlong {
+                    offset,
+                    head: first,
+                    len,
+                    sha256,
+                } => {
+                    self.report.bytes_read += len + 1;
+                    tail.reset_unknown();
+                    if let Some(h) = head.as_mut() {
+                        feed_head(h, offset, &first, false);
+                    }
+                    self.quarantine.push(&Rejected {
+                        file: &path_text,
+                        source_id: &source_id,
+                        line: Some(line_no),
+                        offset,
+                        raw: &first,
+                        raw_len: len,
+                        raw_sha256: hex(&sha256),
+                        reason: "line_too_long",
+                        message: format!(
+                            "line of {len} bytes exceeds the {}-byte limit",
+                            log::MAX_LINE_BYTES
+                        ),
+                        field: None,
+                    });
+                    self.report.lines_quarantined += 1;
+                }
+            }
+            if lines_here.is_multiple_of(4096) {
+                self.maybe_flush()?;
+            }
+        }
+        self.report.lines_read += lines_here;
+        let end = reader.end();
+        let mut new_offset = reader.offset();
+        let sealed = match &end {
+            End::Eof { partial, sealed } => {
+                self.report.partial_bytes += partial;
+                *sealed
+            }
+            End::Corrupt { offset, error } => {
+                self.report.files_corrupt += 1;
+                new_offset = *offset;
+                self.quarantine_corrupt(path, &path_text, &source_id, *offset, error)?;
+                true
+            }
+        };
+        let newly_sealed = sealed && !resume.state.sealed;
+        if lines_here == 0 && new_offset == start && !newly_sealed {
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
+        if resume.known {
+            self.report.files_grown += 1;
+        } else {
+            self.report.files_new += 1;
+        }
+        let head_hash = match head {
+            Some(h) => Some(hex(&h.finalize())),
+            None if start >= WINDOW => Some(resume.state.head.clone()),
+            None => None,
+        };
+        let tail_hash = if new_offset - start >= WINDOW {
+            tail.hash(new_offset)
+        } else {
+            None
+        };
+        let (head_hash, tail_hash) = match (head_hash, tail_hash) {
+            (Some(h), Some(t)) => (h, t),
+            _ => match source::window_hashes(path, new_offset) {
+                Ok(Some(ht)) => ht,
+                _ => {
+                    tracing::warn!(file = %path_text, "file changed while being read; its checkpoint is not moved");
+                    return Err(IngestError::SourceChanged(path.to_path_buf()));
+                }
+            },
+        };
+        self.txn.set_source(SourceState {
+            id: source_id,
+            fingerprint: fp,
+            path: path_text,
+            offset: new_offset,
+            lines: line_no,
+            head: head_hash,
+            tail: tail_hash,
+            sealed,
+        });
+        self.maybe_flush()
+    }
+
+    fn quarantine_corrupt(
+        &mut self,
+        path: &Path,
+        path_text: &str,
+        source_id: &str,
+        offset: u64,
+        error: &str,
+    ) -> Result<(), IngestError> {
+        let bytes = std::fs::read(path).unwrap_or_default();
+        let cap = bytes.len().min(source::LINE_CAP);
+        self.quarantine.push(&Rejected {
+            file: path_text,
+            source_id,
+            line: None,
+            offset,
+            raw: &bytes[..cap],
+            raw_len: bytes.len() as u64,
+            raw_sha256: hex(&Sha256::digest(&bytes)),
+            reason: "corrupt_archive",
+            message: format!(
+                "the archive could not be decompressed past byte {offset} of its content ({error}); `raw` holds the whole compressed file"
+            ),
+            field: None,
+        });
+        Ok(())
+    }
+}
+
+/// Feeds the part of a consumed line that falls in the head window `[0, WINDOW)`.
+fn feed_head(h: &mut Sha256, offset: u64, bytes: &[u8], newline: bool) {
+    if offset >= WINDOW {
+        return;
+    }
+    let room = (WINDOW - offset) as usize;
+    if bytes.len() >= room {
+        h.update(&bytes[..room]);
+    } else {
+        h.update(bytes);
+        if newline {
+            h.update(b"\n");
+        }
+    }
+}
+
+/// The last [`WINDOW`] bytes consumed (lines with their newlines).
+#[derive(Default)]
+struct TailWindow {
+    buf: Vec<u8>,
+    /// False after an overlong line whose bytes were not all kept.
+    unknown: bool,
+}
+
+impl TailWindow {
+    fn push(&mut self, line: &[u8], newline: bool) {
+        self.buf.extend_from_slice(line);
+        if newline {
+            self.buf.push(b'\n');
+        }
+        if self.buf.len() > 2 * WINDOW as usize {
+            let cut = self.buf.len() - WINDOW as usize;
+            self.buf.drain(..cut);
+            self.unknown = false;
+        }
+    }
+
+    fn reset_unknown(&mut self) {
+        self.buf.clear();
+        self.unknown = true;
+    }
+
+    /// SHA-256 of the window before `offset`, when the whole window was seen.
+    fn hash(&self, offset: u64) -> Option<String> {
+        let want = offset.min(WINDOW) as usize;
+        if self.unknown || self.buf.len() < want {
+            return None;
+        }
+        Some(hex(&Sha256::digest(&self.buf[self.buf.len() - want..])))
+    }
+}
+
+/// Partition counts of a run, for tests and docs.
+pub fn partition_rows(state: &State, table: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for f in state.table_files(table) {
+        *out.entry(f.partition.clone().unwrap_or_default())
+            .or_insert(0) += f.rows;
+    }
+    out
+}

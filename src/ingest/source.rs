@@ -1,0 +1,598 @@
+//! Reading source files: discovery, decompression, fingerprints, resuming at a checkpoint, and splitting lines.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use crate::lake::{SourceState, State, hex};
+
+/// Bytes hashed at the start and before the checkpoint to recognise a file's content.
+pub const WINDOW: u64 = 64 * 1024;
+/// Longest line kept whole (in quarantine); longer lines keep their first `LINE_CAP` bytes, hash and length.
+pub const LINE_CAP: usize = 64 << 20;
+const CHUNK: usize = 1 << 20;
+
+/// Compression of a source file, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// Sniffs the magic number (gzip `1f 8b`, zstd `28 b5 2f fd`).
+    pub fn sniff(path: &Path) -> io::Result<Compression> {
+        let mut magic = [0u8; 4];
+        let mut f = File::open(path)?;
+        let mut n = 0;
+        while n < 4 {
+            let k = f.read(&mut magic[n..])?;
+            if k == 0 {
+                break;
+            }
+            n += k;
+        }
+        Ok(if n >= 2 && magic[..2] == [0x1f, 0x8b] {
+            Compression::Gzip
+        } else if n >= 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
+            Compression::Zstd
+        } else {
+            Compression::None
+        })
+    }
+}
+
+/// Whether a file name is a log the ingest picks up in a directory.
+pub fn is_log_name(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    !name.starts_with('.')
+        && (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".jsonl.zst"))
+}
+
+/// Expands files and directories into the log files to read, sorted, without duplicates.
+pub fn discover(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let meta = std::fs::metadata(input)?;
+        if meta.is_dir() {
+            let mut stack = vec![input.clone()];
+            while let Some(d) = stack.pop() {
+                for entry in std::fs::read_dir(&d)? {
+                    let entry = entry?;
+                    let ft = entry.file_type()?;
+                    let p = entry.path();
+                    if ft.is_dir() {
+                        stack.push(p);
+                    } else if ft.is_file() && is_log_name(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        } else {
+            out.push(input.clone());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Counts compressed bytes read (for progress).
+struct Counting<R> {
+    inner: R,
+    counter: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens the decompressed content of a file, counting raw bytes read into `counter`.
+pub fn open_content(
+    path: &Path,
+    counter: Arc<AtomicU64>,
+) -> io::Result<(Compression, Box<dyn Read + Send>)> {
+    let c = Compression::sniff(path)?;
+    let file = Counting {
+        inner: File::open(path)?,
+        counter,
+    };
+    let r: Box<dyn Read + Send> = match c {
+        Compression::None => Box::new(file),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+            CHUNK, file,
+        ))),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(file)?),
+    };
+    Ok((c, r))
+}
+
+/// One item read from a source.
+#[derive(Debug)]
+pub enum Item<'a> {
+    /// A complete line (without its `\n`) at a decompressed byte offset. `newline` is false only for
+    /// the last line of an archive that ends without one.
+    Line {
+        offset: u64,
+        bytes: &'a [u8],
+        newline: bool,
+    },
+    /// A line longer than [`LINE_CAP`]: its first bytes, full length and SHA-256.
+    Overlong {
+        offset: u64,
+        head: Vec<u8>,
+        len: u64,
+        sha256: [u8; 32],
+    },
+}
+
+/// How reading a source ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// End of the content; `partial` bytes after the last newline were left for a later run.
+    Eof { partial: u64, sealed: bool },
+    /// The decompressor failed at this decompressed offset (corrupt archive).
+    Corrupt { offset: u64, error: String },
+}
+
+/// Splits decompressed content into lines, with offsets, in bounded memory.
+pub struct LineReader {
+    inner: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    start: usize,
+    /// Decompressed offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+    error: Option<io::Error>,
+    /// Whether the content is an archive (final once read to a clean end).
+    compressed: bool,
+    /// Whether a last line without newline is complete (archives, or plain files declared final).
+    last_line_complete: bool,
+}
+
+impl LineReader {
+    pub fn new(inner: Box<dyn Read + Send>, base: u64, compressed: bool) -> LineReader {
+        LineReader {
+            inner,
+            buf: Vec::with_capacity(CHUNK),
+            start: 0,
+            base,
+            eof: false,
+            error: None,
+            compressed,
+            last_line_complete: compressed,
+        }
+    }
+
+    /// Declares the content final: a last line without newline is complete.
+    pub fn final_content(mut self, yes: bool) -> LineReader {
+        self.last_line_complete |= yes;
+        self
+    }
+
+    /// Decompressed offset of the next unread byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    fn fill(&mut self) -> bool {
+        if self.eof || self.error.is_some() {
+            return false;
+        }
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.base += self.start as u64;
+            self.start = 0;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + CHUNK, 0);
+        loop {
+            match self.inner.read(&mut self.buf[old..]) {
+                Ok(0) => {
+                    self.buf.truncate(old);
+                    self.eof = true;
+                    return false;
+                }
+                Ok(n) => {
+                    self.buf.truncate(old + n);
+                    return true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(old);
+                    self.error = Some(e);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// The next complete line, or `None` at the end (then see [`LineReader::end`]).
+    pub fn next_item(&mut self) -> Option<Item<'_>> {
+        // Bytes after `start` already searched (stays valid when `fill` moves the buffer).
+        let mut scanned = 0;
+        loop {
+            let from = self.start + scanned;
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[from..]) {
+                let nl = from + i;
+                let offset = self.offset();
+                let line_start = self.start;
+                self.start = nl + 1;
+                return Some(Item::Line {
+                    offset,
+                    bytes: &self.buf[line_start..nl],
+                    newline: true,
+                });
+            }
+            scanned = self.buf.len() - self.start;
+            if scanned >= LINE_CAP {
+                return self.overlong();
+            }
+            if !self.fill() {
+                // A compressed archive that ended cleanly is final: its last line is complete.
+                if self.eof && self.last_line_complete && self.start < self.buf.len() {
+                    let offset = self.offset();
+                    let line_start = self.start;
+                    self.start = self.buf.len();
+                    return Some(Item::Line {
+                        offset,
+                        bytes: &self.buf[line_start..],
+                        newline: false,
+                    });
+                }
+                return None;
+            }
+        }
+    }
+
+    /// Reads past a line longer than the cap, keeping its head, length and hash.
+    fn overlong(&mut self) -> Option<Item<'_>> {
+        let offset = self.offset();
+        let head = self.buf[self.start..self.start + LINE_CAP].to_vec();
+        let mut hasher = Sha256::new();
+        let mut len = 0u64;
+        loop {
+            let pending = &self.buf[self.start..];
+            if let Some(i) = memchr::memchr(b'\n', pending) {
+                hasher.update(&pending[..i]);
+                len += i as u64;
+                self.start += i + 1;
+                return Some(Item::Overlong {
+                    offset,
+                    head,
+                    len,
+                    sha256: hasher.finalize().into(),
+                });
+            }
+            hasher.update(pending);
+            len += pending.len() as u64;
+            self.base += self.buf.len() as u64;
+            self.buf.clear();
+            self.start = 0;
+            if !self.fill() {
+                // The line never ended: leave it whole for a later run.
+                self.base = offset;
+                self.eof = true;
+                return None;
+            }
+        }
+    }
+
+    /// How reading ended (call after `next_item` returned `None`).
+    pub fn end(&mut self) -> End {
+        if let Some(e) = self.error.take() {
+            if self.compressed && e.kind() == io::ErrorKind::UnexpectedEof {
+                // A truncated archive may still be being written: wait for the rest.
+                return End::Eof {
+                    partial: (self.buf.len() - self.start) as u64,
+                    sealed: false,
+                };
+            }
+            return End::Corrupt {
+                offset: self.offset(),
+                error: e.to_string(),
+            };
+        }
+        let partial = if self.last_line_complete {
+            0
+        } else {
+            (self.buf.len() - self.start) as u64
+        };
+        End::Eof {
+            partial,
+            sealed: self.compressed && self.eof,
+        }
+    }
+}
+
+/// Where to start reading a file, decided from what the lake already holds.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    /// The source record this file continues (fresh for a new file).
+    pub state: SourceState,
+    /// Whether the file is already known to the lake.
+    pub known: bool,
+}
+
+/// SHA-256 of a byte range of the decompressed content.
+fn hash_range(content: &mut dyn Read, skip: u64, len: u64) -> io::Result<Option<String>> {
+    io::copy(&mut (&mut *content).take(skip), &mut io::sink())?;
+    let mut h = Sha256::new();
+    let n = io::copy(&mut (&mut *content).take(len), &mut HashWriter(&mut h))?;
+    Ok((n == len).then(|| hex(&h.finalize())))
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Hashes of the windows that identify content up to `offset`: (head, tail), or `None` when the
+/// content is shorter than `offset`.
+pub fn window_hashes(path: &Path, offset: u64) -> io::Result<Option<(String, String)>> {
+    let head_len = offset.min(WINDOW);
+    let tail_start = offset - offset.min(WINDOW);
+    if Compression::sniff(path)? == Compression::None {
+        let mut f = File::open(path)?;
+        if f.metadata()?.len() < offset {
+            return Ok(None);
+        }
+        let head = hash_range(&mut f, 0, head_len)?;
+        f.seek(SeekFrom::Start(tail_start))?;
+        let tail = hash_range(&mut f, 0, offset - tail_start)?;
+        return Ok(head.zip(tail));
+    }
+    // Archives: one pass over the decompressed content.
+    let (_, mut r) = open_content(path, Arc::new(AtomicU64::new(0)))?;
+    let (mut head, mut tail) = (Sha256::new(), Sha256::new());
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut pos = 0u64;
+    while pos < offset {
+        let want = (offset - pos).min(buf.len() as u64) as usize;
+        let n = match r.read(&mut buf[..want]) {
+            Ok(0) => return Ok(None),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (a, b) = (pos, pos + n as u64);
+        if a < head_len {
+            head.update(&buf[..(b.min(head_len) - a) as usize]);
+        }
+        if b > tail_start {
+            tail.update(&buf[(a.max(tail_start) - a) as usize..n]);
+        }
+        pos = b;
+    }
+    Ok(Some((hex(&head.finalize()), hex(&tail.finalize()))))
+}
+
+/// The fingerprint of a file: SHA-256 of its first line (newline included), or `None` when it has no
+/// complete first line yet. For an archive read to its end, a last line without newline counts.
+pub fn fingerprint(path: &Path) -> io::Result<Option<String>> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let (c, r) = open_content(path, counter)?;
+    let mut lr = LineReader::new(r, 0, c != Compression::None);
+    let mut h = Sha256::new();
+    match lr.next_item() {
+        Some(Item::Line { bytes, newline, .. }) => {
+            h.update(bytes);
+            if newline {
+                h.update(b"\n");
+            }
+        }
+        Some(Item::Overlong { .. }) => {
+            // Hash the first window instead: an overlong first line is still a stable identity.
+            return window_hashes(path, WINDOW).map(|o| o.map(|(head, _)| head));
+        }
+        None => return Ok(None),
+    }
+    Ok(Some(hex(&h.finalize())))
+}
+
+/// Decides where to resume a file: after the known source whose content it continues, or from 0.
+pub fn resume_point(path: &Path, fingerprint: &str, state: &State) -> io::Result<Resume> {
+    let candidates: Vec<&SourceState> = state
+        .sources
+        .values()
+        .filter(|s| s.fingerprint == fingerprint)
+        .collect();
+    for s in &candidates {
+        if let Some((head, tail)) = window_hashes(path, s.offset)?
+            && head == s.head
+            && tail == s.tail
+        {
+            let mut st = (*s).clone();
+            st.path = path.to_string_lossy().into_owned();
+            return Ok(Resume {
+                state: st,
+                known: true,
+            });
+        }
+    }
+    let base_id = &fingerprint[..32.min(fingerprint.len())];
+    let id = if candidates.is_empty() && !state.sources.contains_key(base_id) {
+        base_id.to_string()
+    } else {
+        let mut k = candidates.len();
+        loop {
+            let id = format!("{base_id}.{k}");
+            if !state.sources.contains_key(&id) {
+                break id;
+            }
+            k += 1;
+        }
+    };
+    Ok(Resume {
+        state: SourceState {
+            id,
+            fingerprint: fingerprint.to_string(),
+            path: path.to_string_lossy().into_owned(),
+            offset: 0,
+            lines: 0,
+            head: String::new(),
+            tail: String::new(),
+            sealed: false,
+        },
+        known: false,
+    })
+}
+
+/// Opens a file positioned at `offset` of its decompressed content.
+pub fn open_at(path: &Path, offset: u64, counter: Arc<AtomicU64>) -> io::Result<LineReader> {
+    let c = Compression::sniff(path)?;
+    if c == Compression::None {
+        let mut f = File::open(path)?;
+        f.seek(SeekFrom::Start(offset))?;
+        counter.fetch_add(offset, Ordering::Relaxed);
+        let r = Counting { inner: f, counter };
+        return Ok(LineReader::new(Box::new(r), offset, false));
+    }
+    let (_, mut r) = open_content(path, counter)?;
+    let skipped = io::copy(&mut (&mut r).take(offset), &mut io::sink())?;
+    if skipped < offset {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "archive shorter than its checkpoint",
+        ));
+    }
+    Ok(LineReader::new(r, offset, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn lines(path: &Path) -> (Vec<(u64, Vec<u8>)>, End) {
+        let mut r = open_at(path, 0, Arc::new(AtomicU64::new(0))).unwrap();
+        let mut out = Vec::new();
+        while let Some(item) = r.next_item() {
+            match item {
+                Item::Line { offset, bytes, .. } => out.push((offset, bytes.to_vec())),
+                Item::Overlong { offset, len, .. } => {
+                    out.push((offset, format!("overlong {len}").into_bytes()))
+                }
+            }
+        }
+        (out, r.end())
+    }
+
+    #[test]
+    fn plain_partial_last_line_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        std::fs::write(&p, b"one\ntwo\nthr").unwrap();
+        let (l, end) = lines(&p);
+        assert_eq!(l, vec![(0, b"one".to_vec()), (4, b"two".to_vec())]);
+        assert_eq!(
+            end,
+            End::Eof {
+                partial: 3,
+                sealed: false
+            }
+        );
+    }
+
+    #[test]
+    fn gzip_archive_last_line_counts_and_seals() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl.gz");
+        let mut e =
+            flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
+        e.write_all(b"one\ntwo").unwrap();
+        e.finish().unwrap();
+        let (l, end) = lines(&p);
+        assert_eq!(l, vec![(0, b"one".to_vec()), (4, b"two".to_vec())]);
+        assert_eq!(
+            end,
+            End::Eof {
+                partial: 0,
+                sealed: true
+            }
+        );
+    }
+
+    #[test]
+    fn zstd_archive_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl.zst");
+        std::fs::write(&p, zstd::encode_all(&b"one\ntwo\n"[..], 1).unwrap()).unwrap();
+        assert_eq!(Compression::sniff(&p).unwrap(), Compression::Zstd);
+        let (l, _) = lines(&p);
+        assert_eq!(l.len(), 2);
+    }
+
+    #[test]
+    fn corrupt_gzip_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl.gz");
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&b"line\n".repeat(10000)).unwrap();
+        let mut bytes = e.finish().unwrap();
+        let mid = bytes.len() / 2;
+        for b in &mut bytes[mid..mid + 16] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&p, bytes).unwrap();
+        let (_, end) = lines(&p);
+        assert!(matches!(end, End::Corrupt { .. }), "{end:?}");
+    }
+
+    #[test]
+    fn fingerprint_and_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        std::fs::write(&p, b"first\nsecond\n").unwrap();
+        let fp = fingerprint(&p).unwrap().unwrap();
+        let mut state = State::default();
+        let r = resume_point(&p, &fp, &state).unwrap();
+        assert!(!r.known);
+        let (head, tail) = window_hashes(&p, 13).unwrap().unwrap();
+        let mut s = r.state.clone();
+        s.offset = 13;
+        s.lines = 2;
+        s.head = head;
+        s.tail = tail;
+        state.sources.insert(s.id.clone(), s);
+        // Grown: resumes.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"third\n")
+            .unwrap();
+        let r = resume_point(&p, &fp, &state).unwrap();
+        assert!(r.known);
+        assert_eq!(r.state.offset, 13);
+        // Same first line, different content: a new source.
+        let q = dir.path().join("b.jsonl");
+        std::fs::write(&q, b"first\nsecund\n").unwrap();
+        let r = resume_point(&q, &fp, &state).unwrap();
+        assert!(!r.known);
+        assert_ne!(r.state.id, state.sources.keys().next().unwrap().clone());
+        // Not yet a complete first line: no fingerprint.
+        let z = dir.path().join("c.jsonl");
+        std::fs::write(&z, b"no newline").unwrap();
+        assert_eq!(fingerprint(&z).unwrap(), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! The lake's commit log: commits (deltas), checkpoints (whole states) and the state they add up to.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A data file of a table, as recorded by the commit that added it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Table name (`events`, `quarantine`, ...).
+    pub table: String,
+    /// Path relative to the lake root, `/`-separated, e.g. `events/date=2026-11-20/part-….parquet`.
+    pub path: String,
+    /// The Hive partition, e.g. `date=2026-11-20`, when the table is partitioned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// How far a source file has been ingested. The checkpoint of batch and streaming ingest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceState {
+    /// Stable id of the source (its fingerprint, disambiguated when two files share one).
+    pub id: String,
+    /// SHA-256 (hex) of the file's first line, decompressed, newline included.
+    pub fingerprint: String,
+    /// The path it was last seen at.
+    pub path: String,
+    /// Bytes of decompressed content ingested (every complete line before this offset).
+    pub offset: u64,
+    /// Complete lines before `offset`.
+    pub lines: u64,
+    /// SHA-256 of the first `min(offset, 64 KiB)` bytes: the content we resume after must not have changed.
+    pub head: String,
+    /// SHA-256 of the `min(offset, 64 KiB)` bytes before `offset`.
+    pub tail: String,
+    /// Whether the file was a compressed archive read to its end (nothing more can come).
+    #[serde(default)]
+    pub sealed: bool,
+}
+
+/// One commit: what it adds, removes, and the checkpoints it moves, all or nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    pub version: u64,
+    /// Which writer made it (random id) and for what.
+    pub writer: String,
+    pub op: String,
+    /// Wall-clock time of the commit, epoch ms (informational; never used to read data).
+    pub time_ms: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<FileEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceState>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<String, serde_json::Value>,
+    /// Tombstones whose files are gone from disk and can be forgotten.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forget: Vec<String>,
+    /// Counts for people reading the log.
+    #[serde(default)]
+    pub summary: serde_json::Value,
+}
+
+/// The committed state of the lake at one version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub version: u64,
+    /// Live data files by path.
+    pub files: BTreeMap<String, FileEntry>,
+    /// Ingest checkpoints by source id.
+    pub sources: BTreeMap<String, SourceState>,
+    /// Checkpoints of the derived stages (replay, detection, ...), by stage name.
+    pub stages: BTreeMap<String, serde_json::Value>,
+    /// Removed files still on disk (readers of older snapshots may use them), with the removal time.
+    pub tombstones: BTreeMap<String, i64>,
+}
+
+impl State {
+    /// Applies one commit (which must be the next version).
+    pub fn apply(&mut self, c: &Commit) {
+        self.version = c.version;
+        for path in &c.remove {
+            if self.files.remove(path).is_some() {
+                self.tombstones.insert(path.clone(), c.time_ms);
+            }
+        }
+        for f in &c.add {
+            self.files.insert(f.path.clone(), f.clone());
+        }
+        for s in &c.sources {
+            self.sources.insert(s.id.clone(), s.clone());
+        }
+        for (k, v) in &c.stages {
+            self.stages.insert(k.clone(), v.clone());
+        }
+        for path in &c.forget {
+            self.tombstones.remove(path);
+        }
+    }
+
+    /// Live files of one table, in path order.
+    pub fn table_files(&self, table: &str) -> impl Iterator<Item = &FileEntry> {
+        self.files.values().filter(move |f| f.table == table)
+    }
+
+    /// Total rows of one table.
+    pub fn table_rows(&self, table: &str) -> u64 {
+        self.table_files(table).map(|f| f.rows).sum()
+    }
+}

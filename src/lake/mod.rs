@@ -1,0 +1,846 @@
+//! The Parquet lake: tables as Hive-partitioned directories, made visible atomically by a commit log.
+//!
+//! Layout of a lake directory:
+//!
+//! ```text
+//! LAKE/events/date=2026-11-20/part-<writer>-<n>.parquet    data files (ordinary Parquet)
+//! LAKE/quarantine/date=2026-11-29/part-….parquet
+//! LAKE/_vigie/log/00000000000000000042.json                 commit 42 (a delta)
+//! LAKE/_vigie/log/00000000000000000032.checkpoint.json      the whole state at 32
+//! LAKE/_vigie/writers/<writer>.lock                         held (flock) while a writer lives
+//! ```
+//!
+//! Protocol. A writer writes each data file under a hidden name
+//! (`.part-….parquet.pending`, invisible to Parquet readers), fsyncs it, then
+//! commits by creating the next commit file with an exclusive hard link: the
+//! commit exists whole or not at all, and two writers can never both take a
+//! version. Only then are the pending files renamed to their final names.
+//! Readers list files from the committed state, never from the directory, and
+//! fall back to the pending name of a committed file whose rename has not
+//! happened yet. A writer that dies leaves pending files that no commit names;
+//! the next writer to open the lake deletes them (after checking, by its lock,
+//! that their writer is dead) and finishes renames of committed files. So
+//! after any crash and one more run, the directory holds exactly the committed
+//! files and is readable as plain Hive-partitioned Parquet by other engines.
+
+pub mod manifest;
+pub mod parquet;
+pub mod record;
+pub mod tables;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use manifest::{Commit, FileEntry, SourceState, State};
+
+/// Make a checkpoint every this many commits.
+pub const CHECKPOINT_EVERY: u64 = 32;
+/// Removed files stay on disk this long for readers of older snapshots.
+pub const TOMBSTONE_GRACE_MS: i64 = 10 * 60 * 1000;
+
+/// Errors of the lake layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LakeError {
+    #[error("I/O error on {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("corrupt lake log file {path}: {msg}")]
+    Corrupt { path: PathBuf, msg: String },
+    #[error("commit conflict: {0}")]
+    Conflict(String),
+    #[error("parquet: {0}")]
+    Parquet(#[from] ::parquet::errors::ParquetError),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+}
+
+pub type Result<T, E = LakeError> = std::result::Result<T, E>;
+
+pub(crate) trait IoContext<T> {
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, path: &Path) -> Result<T> {
+        self.map_err(|source| LakeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Wall-clock epoch milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A lake directory opened by one process.
+pub struct Lake {
+    root: PathBuf,
+    cache: Mutex<Option<State>>,
+}
+
+/// A committed state of the lake, for readers.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    root: PathBuf,
+    pub state: State,
+}
+
+impl Snapshot {
+    /// Lake version of this snapshot.
+    pub fn version(&self) -> u64 {
+        self.state.version
+    }
+
+    /// A stable id of the snapshot: its version and a digest of its files.
+    pub fn id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for f in self.state.files.values() {
+            h.update(f.path.as_bytes());
+            h.update(f.rows.to_le_bytes());
+            h.update(f.bytes.to_le_bytes());
+        }
+        let d = h.finalize();
+        format!("v{}-{}", self.state.version, hex(&d[..6]))
+    }
+
+    /// The absolute paths of a table's live files, resolving files whose final rename is still pending.
+    pub fn table_paths(&self, table: &str) -> Vec<PathBuf> {
+        self.state
+            .table_files(table)
+            .map(|f| resolve(&self.root, &f.path))
+            .collect()
+    }
+
+    /// The live files of a table with their absolute paths.
+    pub fn table_files(&self, table: &str) -> Vec<(PathBuf, &FileEntry)> {
+        self.state
+            .table_files(table)
+            .map(|f| (resolve(&self.root, &f.path), f))
+            .collect()
+    }
+
+    /// The lake root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+fn resolve(root: &Path, rel: &str) -> PathBuf {
+    let fin = root.join(rel);
+    if fin.exists() {
+        return fin;
+    }
+    let pending = pending_path(&fin);
+    if pending.exists() { pending } else { fin }
+}
+
+/// The hidden name a data file has until its commit is durable.
+pub fn pending_path(final_path: &Path) -> PathBuf {
+    let name = final_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    final_path.with_file_name(format!(".{name}.pending"))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn random_id() -> String {
+    use sha2::{Digest, Sha256};
+    use std::hash::{BuildHasher, RandomState};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut h = Sha256::new();
+    h.update(nanos.to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    h.update(RandomState::new().hash_one(nanos).to_le_bytes());
+    hex(&h.finalize()[..8])
+}
+
+fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|f| f.sync_all()).at(dir)
+}
+
+impl Lake {
+    /// Opens (creating if needed) a lake directory for reading.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Lake> {
+        let root = root.into();
+        for d in ["_vigie/log", "_vigie/writers", "_vigie/tmp"] {
+            let p = root.join(d);
+            fs::create_dir_all(&p).at(&p)?;
+        }
+        Ok(Lake {
+            root,
+            cache: Mutex::new(None),
+        })
+    }
+
+    /// The lake root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn log_dir(&self) -> PathBuf {
+        self.root.join("_vigie/log")
+    }
+
+    fn commit_path(&self, v: u64) -> PathBuf {
+        self.log_dir().join(format!("{v:020}.json"))
+    }
+
+    fn checkpoint_path(&self, v: u64) -> PathBuf {
+        self.log_dir().join(format!("{v:020}.checkpoint.json"))
+    }
+
+    /// Versions of commits and checkpoints present in the log.
+    fn list_log(&self) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
+        let dir = self.log_dir();
+        let mut commits = BTreeSet::new();
+        let mut checkpoints = BTreeSet::new();
+        for entry in fs::read_dir(&dir).at(&dir)? {
+            let entry = entry.at(&dir)?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(v) = name
+                .strip_suffix(".checkpoint.json")
+                .and_then(|s| s.parse().ok())
+            {
+                checkpoints.insert(v);
+            } else if let Some(v) = name.strip_suffix(".json").and_then(|s| s.parse().ok()) {
+                commits.insert(v);
+            }
+        }
+        Ok((commits, checkpoints))
+    }
+
+    fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+        let bytes = fs::read(path).at(path)?;
+        serde_json::from_slice(&bytes).map_err(|e| LakeError::Corrupt {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })
+    }
+
+    /// Reads commit `v`.
+    pub fn read_commit(&self, v: u64) -> Result<Commit> {
+        Self::read_json(&self.commit_path(v))
+    }
+
+    /// The latest committed state.
+    pub fn state(&self) -> Result<State> {
+        let (commits, checkpoints) = self.list_log()?;
+        let latest = commits.last().copied().unwrap_or(0);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = match cache.take() {
+            Some(s)
+                if s.version <= latest
+                    && (s.version + 1..=latest).all(|v| commits.contains(&v)) =>
+            {
+                s
+            }
+            _ => {
+                // Start from the newest checkpoint from which every later commit is present.
+                let start = checkpoints
+                    .iter()
+                    .rev()
+                    .find(|&&c| c <= latest && (c + 1..=latest).all(|v| commits.contains(&v)))
+                    .copied();
+                match start {
+                    Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
+                    None => State::default(),
+                }
+            }
+        };
+        for v in state.version + 1..=latest {
+            let c = self.read_commit(v)?;
+            state.apply(&c);
+        }
+        *cache = Some(state.clone());
+        Ok(state)
+    }
+
+    /// A snapshot of the latest committed state.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Ok(Snapshot {
+            root: self.root.clone(),
+            state: self.state()?,
+        })
+    }
+
+    /// Starts a writer: takes a writer lock and recovers what dead writers left behind.
+    pub fn writer(&self) -> Result<Writer<'_>> {
+        let id = random_id();
+        let lock_path = self.root.join(format!("_vigie/writers/{id}.lock"));
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        let w = Writer {
+            lake: self,
+            id,
+            lock: Some(lock),
+            lock_path,
+            next_file: 0,
+        };
+        w.recover()?;
+        Ok(w)
+    }
+}
+
+/// A live writer of the lake (one per process and purpose), holding its lock.
+pub struct Writer<'a> {
+    lake: &'a Lake,
+    id: String,
+    lock: Option<File>,
+    lock_path: PathBuf,
+    next_file: u64,
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            let _ = lock.unlock();
+            drop(lock);
+            let _ = fs::remove_file(&self.lock_path);
+        }
+    }
+}
+
+/// Whether the writer holding `lock_path` is dead (its lock can be taken).
+fn writer_dead(lock_path: &Path) -> bool {
+    let Ok(f) = OpenOptions::new().write(true).open(lock_path) else {
+        return true;
+    };
+    match f.try_lock() {
+        Ok(()) => {
+            let _ = f.unlock();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+impl<'a> Writer<'a> {
+    /// This writer's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The lake.
+    pub fn lake(&self) -> &'a Lake {
+        self.lake
+    }
+
+    /// Finishes what dead writers left: renames committed pending files, deletes uncommitted ones,
+    /// deletes tombstoned files past their grace period, and forgets dead writers.
+    pub fn recover(&self) -> Result<()> {
+        let state = self.lake.state()?;
+        // 1. Roll forward renames of committed files.
+        for f in state.files.values() {
+            let fin = self.lake.root.join(&f.path);
+            let pending = pending_path(&fin);
+            if !fin.exists() && pending.exists() {
+                fs::rename(&pending, &fin).at(&fin)?;
+            }
+        }
+        // 2. Dead writers' leftovers: pending files no commit names.
+        let writers_dir = self.lake.root.join("_vigie/writers");
+        let mut dead = BTreeSet::new();
+        for entry in fs::read_dir(&writers_dir).at(&writers_dir)? {
+            let entry = entry.at(&writers_dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_suffix(".lock")
+                && id != self.id
+                && writer_dead(&entry.path())
+            {
+                dead.insert(id.to_string());
+            }
+        }
+        let now = now_ms();
+        let state = self.lake.state()?;
+        for table_dir in self.table_dirs()? {
+            for path in walk_files(&table_dir)? {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if let Some(inner) = name
+                    .strip_prefix(".")
+                    .and_then(|n| n.strip_suffix(".pending"))
+                {
+                    let writer = inner
+                        .strip_prefix("part-")
+                        .and_then(|r| r.split('-').next())
+                        .unwrap_or("");
+                    let fin = path.with_file_name(inner);
+                    let rel = self.rel(&fin);
+                    if dead.contains(writer) && !state.files.contains_key(&rel) {
+                        fs::remove_file(&path).at(&path)?;
+                    }
+                } else if name.ends_with(".parquet") {
+                    let rel = self.rel(&path);
+                    if let Some(&removed) = state.tombstones.get(&rel)
+                        && now - removed > TOMBSTONE_GRACE_MS
+                    {
+                        fs::remove_file(&path).at(&path)?;
+                    }
+                }
+            }
+        }
+        for id in dead {
+            let p = writers_dir.join(format!("{id}.lock"));
+            let _ = fs::remove_file(p);
+        }
+        // Stale temporary commit files of dead writers.
+        let tmp = self.lake.root.join("_vigie/tmp");
+        for entry in fs::read_dir(&tmp).at(&tmp)? {
+            let entry = entry.at(&tmp)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let writer = name.split('-').next().unwrap_or("");
+            let lock = writers_dir.join(format!("{writer}.lock"));
+            if writer != self.id && writer_dead(&lock) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+
+    fn table_dirs(&self) -> Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(&self.lake.root).at(&self.lake.root)? {
+            let entry = entry.at(&self.lake.root)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('_') && !name.starts_with('.') && entry.path().is_dir() {
+                out.push(entry.path());
+            }
+        }
+        Ok(out)
+    }
+
+    fn rel(&self, path: &Path) -> String {
+        path.strip_prefix(&self.lake.root)
+            .map(|p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default()
+    }
+
+    /// Starts a transaction based on the latest state.
+    pub fn begin(&mut self, op: &str) -> Result<Txn<'_, 'a>> {
+        let base = self.lake.state()?;
+        Ok(Txn {
+            writer: self,
+            op: op.to_string(),
+            base_version: base.version,
+            add: Vec::new(),
+            remove: Vec::new(),
+            sources: Vec::new(),
+            stages: BTreeMap::new(),
+        })
+    }
+
+    /// A fresh final path for a new data file of `table` in `partition`, and its pending path.
+    pub fn new_file_path(&mut self, table: &str, partition: Option<&str>) -> Result<NewFile> {
+        self.next_file += 1;
+        let name = format!("part-{}-{:06}.parquet", self.id, self.next_file);
+        let rel = match partition {
+            Some(p) => format!("{table}/{p}/{name}"),
+            None => format!("{table}/{name}"),
+        };
+        let fin = self.lake.root.join(&rel);
+        if let Some(dir) = fin.parent() {
+            fs::create_dir_all(dir).at(dir)?;
+        }
+        let pending = pending_path(&fin);
+        Ok(NewFile {
+            table: table.to_string(),
+            partition: partition.map(str::to_string),
+            rel,
+            pending,
+            fin,
+        })
+    }
+}
+
+/// A data file being written (under its pending name) for a transaction.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub table: String,
+    pub partition: Option<String>,
+    /// Final path relative to the lake root.
+    pub rel: String,
+    /// Where to write it now.
+    pub pending: PathBuf,
+    /// Where it will live once committed.
+    pub fin: PathBuf,
+}
+
+/// Changes that become visible together, or not at all.
+pub struct Txn<'w, 'a> {
+    writer: &'w mut Writer<'a>,
+    op: String,
+    base_version: u64,
+    add: Vec<(NewFile, u64, u64)>,
+    remove: Vec<String>,
+    sources: Vec<SourceState>,
+    stages: BTreeMap<String, serde_json::Value>,
+}
+
+/// Test hook: abort the process at a named point of the commit protocol (`VIGIE_FAILPOINT`).
+pub fn failpoint(name: &str) {
+    if std::env::var("VIGIE_FAILPOINT").is_ok_and(|v| v == name) {
+        std::process::abort();
+    }
+}
+
+impl<'w, 'a> Txn<'w, 'a> {
+    /// The version this transaction started from.
+    pub fn base_version(&self) -> u64 {
+        self.base_version
+    }
+
+    /// A new data file path (write to `pending`, then [`Txn::add_file`]).
+    pub fn new_file(&mut self, table: &str, partition: Option<&str>) -> Result<NewFile> {
+        self.writer.new_file_path(table, partition)
+    }
+
+    /// Records a written (fsynced) pending file as part of this transaction.
+    pub fn add_file(&mut self, file: NewFile, rows: u64, bytes: u64) {
+        self.add.push((file, rows, bytes));
+    }
+
+    /// Removes a live file (by path relative to the root).
+    pub fn remove_file(&mut self, rel: &str) {
+        self.remove.push(rel.to_string());
+    }
+
+    /// Moves the checkpoint of a source.
+    pub fn set_source(&mut self, s: SourceState) {
+        self.sources.retain(|o| o.id != s.id);
+        self.sources.push(s);
+    }
+
+    /// Moves the checkpoint of a derived stage.
+    pub fn set_stage(&mut self, key: &str, value: serde_json::Value) {
+        self.stages.insert(key.to_string(), value);
+    }
+
+    /// Whether the transaction changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.add.is_empty()
+            && self.remove.is_empty()
+            && self.sources.is_empty()
+            && self.stages.is_empty()
+    }
+
+    /// Drops the transaction and deletes its pending files.
+    pub fn abort(self) {
+        for (f, _, _) in &self.add {
+            let _ = fs::remove_file(&f.pending);
+        }
+    }
+
+    /// Commits: all added files, removals, source and stage checkpoints become visible at once.
+    /// Returns the new version.
+    pub fn commit(self, summary: serde_json::Value) -> Result<u64> {
+        let lake = self.writer.lake;
+        // Make the data durable before the commit names it.
+        let mut dirs = BTreeSet::new();
+        for (f, _, _) in &self.add {
+            File::open(&f.pending)
+                .and_then(|h| h.sync_all())
+                .at(&f.pending)?;
+            if let Some(d) = f.pending.parent() {
+                dirs.insert(d.to_path_buf());
+            }
+        }
+        for d in &dirs {
+            fsync_dir(d)?;
+        }
+        failpoint("before_commit");
+        let mut base = self.base_version;
+        let tmp = lake.root.join(format!(
+            "_vigie/tmp/{}-{}.json",
+            self.writer.id,
+            random_id()
+        ));
+        let version = loop {
+            let state = lake.state()?;
+            // Conflicts with what others committed since our base.
+            for v in base + 1..=state.version {
+                let c = lake.read_commit(v)?;
+                for s in &c.sources {
+                    if self.sources.iter().any(|o| o.id == s.id) {
+                        return Err(LakeError::Conflict(format!(
+                            "commit {v} ({}) moved source {} ({}) concurrently",
+                            c.op, s.id, s.path
+                        )));
+                    }
+                }
+                for k in c.stages.keys() {
+                    if self.stages.contains_key(k) {
+                        return Err(LakeError::Conflict(format!(
+                            "commit {v} ({}) moved stage {k} concurrently",
+                            c.op
+                        )));
+                    }
+                }
+                for r in &c.remove {
+                    if self.remove.contains(r) {
+                        return Err(LakeError::Conflict(format!(
+                            "commit {v} ({}) removed {r} concurrently",
+                            c.op
+                        )));
+                    }
+                }
+            }
+            for r in &self.remove {
+                if !state.files.contains_key(r) {
+                    return Err(LakeError::Conflict(format!("{r} is not a live file")));
+                }
+            }
+            base = state.version;
+            let version = state.version + 1;
+            let now = now_ms();
+            let forget: Vec<String> = state
+                .tombstones
+                .iter()
+                .filter(|(p, t)| now - **t > TOMBSTONE_GRACE_MS && !lake.root.join(p).exists())
+                .map(|(p, _)| p.clone())
+                .collect();
+            let commit = Commit {
+                version,
+                writer: self.writer.id.clone(),
+                op: self.op.clone(),
+                time_ms: now,
+                add: self
+                    .add
+                    .iter()
+                    .map(|(f, rows, bytes)| FileEntry {
+                        table: f.table.clone(),
+                        path: f.rel.clone(),
+                        partition: f.partition.clone(),
+                        rows: *rows,
+                        bytes: *bytes,
+                    })
+                    .collect(),
+                remove: self.remove.clone(),
+                sources: self.sources.clone(),
+                stages: self.stages.clone(),
+                forget,
+                summary: summary.clone(),
+            };
+            let body = serde_json::to_vec_pretty(&commit).map_err(|e| LakeError::Corrupt {
+                path: tmp.clone(),
+                msg: e.to_string(),
+            })?;
+            {
+                let mut f = File::create(&tmp).at(&tmp)?;
+                f.write_all(&body).at(&tmp)?;
+                f.sync_all().at(&tmp)?;
+            }
+            let target = lake.commit_path(version);
+            match fs::hard_link(&tmp, &target) {
+                Ok(()) => {
+                    let _ = fs::remove_file(&tmp);
+                    fsync_dir(&lake.log_dir())?;
+                    break version;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let _ = fs::remove_file(&tmp);
+                    continue;
+                }
+                Err(e) => {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(LakeError::Io {
+                        path: target,
+                        source: e,
+                    });
+                }
+            }
+        };
+        let _ = base;
+        failpoint("after_commit");
+        // Publish the files under their final names.
+        for (f, _, _) in &self.add {
+            match fs::rename(&f.pending, &f.fin) {
+                // Another writer's recovery may have finished the rename for us.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && f.fin.exists() => {}
+                other => other.at(&f.fin)?,
+            }
+        }
+        for d in &dirs {
+            fsync_dir(d)?;
+        }
+        failpoint("after_rename");
+        if version % CHECKPOINT_EVERY == 0 {
+            let state = lake.state()?;
+            if state.version == version {
+                let path = lake.checkpoint_path(version);
+                let tmp = lake.root.join(format!(
+                    "_vigie/tmp/{}-{}.checkpoint",
+                    self.writer.id,
+                    random_id()
+                ));
+                let body = serde_json::to_vec(&state).map_err(|e| LakeError::Corrupt {
+                    path: tmp.clone(),
+                    msg: e.to_string(),
+                })?;
+                fs::write(&tmp, body).at(&tmp)?;
+                File::open(&tmp).and_then(|f| f.sync_all()).at(&tmp)?;
+                fs::rename(&tmp, &path).at(&path)?;
+            }
+        }
+        Ok(version)
+    }
+}
+
+/// Every regular file under `dir`, recursively.
+pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).at(&d)? {
+            let entry = entry.at(&d)?;
+            let ft = entry.file_type().at(&entry.path())?;
+            if ft.is_dir() {
+                stack.push(entry.path());
+            } else if ft.is_file() {
+                out.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_are_atomic_and_versioned() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        assert_eq!(lake.state().unwrap().version, 0);
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        let f = txn.new_file("t", Some("date=2026-01-01")).unwrap();
+        fs::write(&f.pending, b"data").unwrap();
+        // Not visible before commit: neither in the state nor under a final name.
+        assert!(!f.fin.exists());
+        txn.add_file(f.clone(), 1, 4);
+        let v = txn.commit(serde_json::json!({})).unwrap();
+        assert_eq!(v, 1);
+        assert!(f.fin.exists() && !f.pending.exists());
+        let snap = lake.snapshot().unwrap();
+        assert_eq!(snap.table_paths("t"), vec![f.fin.clone()]);
+        assert!(snap.id().starts_with("v1-"));
+    }
+
+    #[test]
+    fn recovery_deletes_dead_writers_pending_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let pending;
+        {
+            let mut w = lake.writer().unwrap();
+            let mut txn = w.begin("test").unwrap();
+            let f = txn.new_file("t", None).unwrap();
+            fs::write(&f.pending, b"data").unwrap();
+            pending = f.pending.clone();
+            // The writer "dies" without committing: keep its lock file but release the lock.
+            std::mem::forget(txn);
+            if let Some(lock) = w.lock.take() {
+                lock.unlock().unwrap();
+            }
+        }
+        assert!(pending.exists());
+        let _w2 = lake.writer().unwrap();
+        assert!(!pending.exists());
+    }
+
+    #[test]
+    fn live_writers_files_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        let f = txn.new_file("t", None).unwrap();
+        fs::write(&f.pending, b"data").unwrap();
+        let lake2 = Lake::open(dir.path()).unwrap();
+        let _w2 = lake2.writer().unwrap();
+        assert!(f.pending.exists());
+        txn.add_file(f, 1, 4);
+        assert_eq!(txn.commit(serde_json::json!({})).unwrap(), 1);
+    }
+
+    #[test]
+    fn concurrent_source_updates_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let src = SourceState {
+            id: "s".into(),
+            fingerprint: "f".into(),
+            path: "p".into(),
+            offset: 1,
+            lines: 1,
+            head: String::new(),
+            tail: String::new(),
+            sealed: false,
+        };
+        let mut w1 = lake.writer().unwrap();
+        let lake2 = Lake::open(dir.path()).unwrap();
+        let mut w2 = lake2.writer().unwrap();
+        let mut t1 = w1.begin("a").unwrap();
+        let mut t2 = w2.begin("b").unwrap();
+        t1.set_source(src.clone());
+        t2.set_source(src);
+        t1.commit(serde_json::json!({})).unwrap();
+        assert!(matches!(
+            t2.commit(serde_json::json!({})),
+            Err(LakeError::Conflict(_))
+        ));
+    }
+
+    #[test]
+    fn checkpoints_and_replayed_state_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let mut w = lake.writer().unwrap();
+        for i in 0..(CHECKPOINT_EVERY + 3) {
+            let mut txn = w.begin("t").unwrap();
+            txn.set_stage("s", serde_json::json!(i));
+            txn.commit(serde_json::json!({})).unwrap();
+        }
+        let fresh = Lake::open(dir.path()).unwrap();
+        let s = fresh.state().unwrap();
+        assert_eq!(s.version, CHECKPOINT_EVERY + 3);
+        assert_eq!(s.stages["s"], serde_json::json!(CHECKPOINT_EVERY + 2));
+        assert!(lake.checkpoint_path(CHECKPOINT_EVERY).exists());
+    }
+}

@@ -1,0 +1,1201 @@
+//! Strict parsing of one log line into an [`Event`], or a [`Reject`] saying exactly what is wrong.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::event::*;
+use super::syntax;
+
+/// Lines longer than this are rejected (and kept whole in quarantine).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Why a line was rejected. Each variant has a stable [`Reject::code`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Reject {
+    #[error("line is not valid UTF-8 (invalid byte at offset {valid_up_to} of the line)")]
+    NotUtf8 { valid_up_to: usize },
+    #[error("empty line")]
+    EmptyLine,
+    #[error("line of {len} bytes exceeds the {max}-byte limit")]
+    TooLong { len: usize, max: usize },
+    #[error("not valid JSON: {0}")]
+    InvalidJson(String),
+    #[error("not a JSON object but {0}")]
+    NotAnObject(&'static str),
+    #[error("field `{0}` appears more than once")]
+    DuplicateField(String),
+    #[error("missing required field `{0}`")]
+    MissingField(String),
+    #[error("field `{field}` must be {expected}")]
+    WrongType {
+        field: String,
+        expected: &'static str,
+    },
+    #[error("field `{field}`: {why}")]
+    InvalidValue { field: String, why: String },
+    #[error("unsupported format version {0} (only 1 is accepted)")]
+    UnsupportedVersion(String),
+    #[error("unknown event type `{0}`")]
+    UnknownType(String),
+    #[error("field `ts` is not an RFC 3339 UTC timestamp with milliseconds: {0}")]
+    BadTimestamp(String),
+    #[error("field `{field}` is not allowed here: {why}")]
+    NotAllowed { field: String, why: &'static str },
+}
+
+impl Reject {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reject::NotUtf8 { .. } => "not_utf8",
+            Reject::EmptyLine => "empty_line",
+            Reject::TooLong { .. } => "line_too_long",
+            Reject::InvalidJson(_) => "invalid_json",
+            Reject::NotAnObject(_) => "not_an_object",
+            Reject::DuplicateField(_) => "duplicate_field",
+            Reject::MissingField(_) => "missing_field",
+            Reject::WrongType { .. } => "wrong_type",
+            Reject::InvalidValue { .. } => "invalid_value",
+            Reject::UnsupportedVersion(_) => "unsupported_version",
+            Reject::UnknownType(_) => "unknown_type",
+            Reject::BadTimestamp(_) => "bad_timestamp",
+            Reject::NotAllowed { .. } => "field_not_allowed",
+        }
+    }
+
+    /// The field at stake, when there is one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Reject::DuplicateField(f) | Reject::MissingField(f) => Some(f),
+            Reject::WrongType { field, .. }
+            | Reject::InvalidValue { field, .. }
+            | Reject::NotAllowed { field, .. } => Some(field),
+            Reject::UnsupportedVersion(_) => Some("v"),
+            Reject::UnknownType(_) => Some("type"),
+            Reject::BadTimestamp(_) => Some("ts"),
+            _ => None,
+        }
+    }
+}
+
+fn invalid(field: impl Into<String>, why: impl Into<String>) -> Reject {
+    Reject::InvalidValue {
+        field: field.into(),
+        why: why.into(),
+    }
+}
+
+fn wrong(field: impl Into<String>, expected: &'static str) -> Reject {
+    Reject::WrongType {
+        field: field.into(),
+        expected,
+    }
+}
+
+/// A parsed line: the event and its type-specific fields exactly as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    pub event: Event,
+    /// JSON object of every field but the envelope, as written (unknown fields included).
+    pub detail: String,
+    /// JSON object of the unknown fields only, or `None` when there are none.
+    pub extra: Option<String>,
+}
+
+/// Parses and validates one line (without its newline).
+pub fn parse_line(line: &[u8]) -> Result<Event, Reject> {
+    parse_line_detail(line).map(|p| p.event)
+}
+
+/// Parses and validates one line (without its newline), keeping the detail text.
+pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(Reject::TooLong {
+            len: line.len(),
+            max: MAX_LINE_BYTES,
+        });
+    }
+    let text = std::str::from_utf8(line).map_err(|e| Reject::NotUtf8 {
+        valid_up_to: e.valid_up_to(),
+    })?;
+    let trimmed = text.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
+    let Some(first) = trimmed.bytes().next() else {
+        return Err(Reject::EmptyLine);
+    };
+    if first != b'{' {
+        return Err(match serde_json::from_str::<de::IgnoredAny>(trimmed) {
+            Err(e) => Reject::InvalidJson(e.to_string()),
+            Ok(_) => Reject::NotAnObject(match first {
+                b'[' => "an array",
+                b'"' => "a string",
+                b't' | b'f' => "a boolean",
+                b'n' => "null",
+                _ => "a number",
+            }),
+        });
+    }
+    let fields: TopLevel<'_> =
+        serde_json::from_str(trimmed).map_err(|e| Reject::InvalidJson(e.to_string()))?;
+    let mut f = Fields::new(fields.0)?;
+    let event = parse_fields(&mut f)?;
+    let (detail, extra) = f.detail_and_extra();
+    let mut event = event;
+    event.extra = f.unknown();
+    Ok(Parsed {
+        event,
+        detail,
+        extra,
+    })
+}
+
+/// The top-level object as (key, raw value) pairs in order.
+struct TopLevel<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for TopLevel<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TopLevel<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(12);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let value: &'de RawValue = map.next_value()?;
+                    items.push((key, value));
+                }
+                Ok(TopLevel(items))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+const ENVELOPE: [&str; 6] = ["v", "game", "seq", "ts", "type", "prev"];
+
+/// The fields of a line with a record of which ones the type used.
+struct Fields<'a> {
+    items: Vec<(Cow<'a, str>, &'a RawValue)>,
+    used: Vec<bool>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(items: Vec<(Cow<'a, str>, &'a RawValue)>) -> Result<Self, Reject> {
+        for (i, (k, _)) in items.iter().enumerate() {
+            if items[..i].iter().any(|(other, _)| other == k) {
+                return Err(Reject::DuplicateField(k.to_string()));
+            }
+        }
+        let used = vec![false; items.len()];
+        Ok(Fields { items, used })
+    }
+
+    fn take(&mut self, name: &str) -> Option<&'a RawValue> {
+        let i = self.items.iter().position(|(k, _)| k == name)?;
+        self.used[i] = true;
+        Some(self.items[i].1)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.items.iter().any(|(k, _)| k == name)
+    }
+
+    fn req(&mut self, name: &str) -> Result<&'a RawValue, Reject> {
+        self.take(name)
+            .ok_or_else(|| Reject::MissingField(name.to_string()))
+    }
+
+    fn int(&mut self, name: &str) -> Result<i64, Reject> {
+        let raw = self.req(name)?;
+        raw_int(raw, name)
+    }
+
+    fn nonneg(&mut self, name: &str) -> Result<i64, Reject> {
+        let v = self.int(name)?;
+        if v < 0 {
+            return Err(invalid(name, format!("must be >= 0, got {v}")));
+        }
+        Ok(v)
+    }
+
+    fn boolean(&mut self, name: &str) -> Result<bool, Reject> {
+        let raw = self.req(name)?;
+        raw_bool(raw, name)
+    }
+
+    fn opt_bool(&mut self, name: &str) -> Result<Option<bool>, Reject> {
+        self.take(name).map(|r| raw_bool(r, name)).transpose()
+    }
+
+    fn string(&mut self, name: &str) -> Result<String, Reject> {
+        let raw = self.req(name)?;
+        raw_string(raw, name).map(Cow::into_owned)
+    }
+
+    fn opt_string(&mut self, name: &str) -> Result<Option<String>, Reject> {
+        self.take(name)
+            .map(|r| raw_string(r, name).map(Cow::into_owned))
+            .transpose()
+    }
+
+    fn token(&mut self, name: &str) -> Result<String, Reject> {
+        let s = self.string(name)?;
+        if !syntax::is_token(&s) {
+            return Err(invalid(name, "must be 1-64 characters of [A-Za-z0-9._-]"));
+        }
+        Ok(s)
+    }
+
+    fn enumeration<E>(
+        &mut self,
+        name: &str,
+        parse: fn(&str) -> Option<E>,
+        all: &[&str],
+    ) -> Result<E, Reject> {
+        let s = self.string(name)?;
+        parse(&s).ok_or_else(|| invalid(name, format!("`{s}` is not one of {}", all.join(", "))))
+    }
+
+    fn opt_enumeration<E>(
+        &mut self,
+        name: &str,
+        parse: fn(&str) -> Option<E>,
+        all: &[&str],
+    ) -> Result<Option<E>, Reject> {
+        if !self.has(name) {
+            return Ok(None);
+        }
+        self.enumeration(name, parse, all).map(Some)
+    }
+
+    fn typed<T: Deserialize<'a>>(
+        &mut self,
+        name: &str,
+        expected: &'static str,
+    ) -> Result<T, Reject> {
+        let raw = self.req(name)?;
+        serde_json::from_str(raw.get()).map_err(|e| typed_error(name, expected, &e))
+    }
+
+    fn unknown(&self) -> Vec<(String, String)> {
+        self.items
+            .iter()
+            .zip(&self.used)
+            .filter(|((k, _), used)| !**used && !ENVELOPE.contains(&k.as_ref()))
+            .map(|((k, v), _)| (k.to_string(), v.get().to_string()))
+            .collect()
+    }
+
+    fn detail_and_extra(&self) -> (String, Option<String>) {
+        let mut detail = String::with_capacity(128);
+        let mut extra = String::new();
+        detail.push('{');
+        for ((k, v), used) in self.items.iter().zip(&self.used) {
+            if ENVELOPE.contains(&k.as_ref()) {
+                continue;
+            }
+            push_pair(&mut detail, k, v.get());
+            if !used {
+                if extra.is_empty() {
+                    extra.push('{');
+                }
+                push_pair(&mut extra, k, v.get());
+            }
+        }
+        detail.push('}');
+        if !extra.is_empty() {
+            extra.push('}');
+        }
+        (detail, if extra.is_empty() { None } else { Some(extra) })
+    }
+}
+
+fn push_pair(out: &mut String, key: &str, raw: &str) {
+    if out.len() > 1 {
+        out.push(',');
+    }
+    // Keys are re-escaped: serde_json's string encoder never fails.
+    out.push_str(&serde_json::to_string(key).unwrap_or_default());
+    out.push(':');
+    out.push_str(raw);
+}
+
+fn typed_error(field: &str, expected: &'static str, e: &serde_json::Error) -> Reject {
+    let msg = e.to_string();
+    if msg.starts_with("invalid type") {
+        wrong(field, expected)
+    } else {
+        invalid(field, msg)
+    }
+}
+
+fn raw_int(raw: &RawValue, name: &str) -> Result<i64, Reject> {
+    let s = raw.get();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(wrong(name, "an integer"));
+    }
+    s.parse::<i64>()
+        .map_err(|_| invalid(name, "integer out of range"))
+}
+
+fn raw_bool(raw: &RawValue, name: &str) -> Result<bool, Reject> {
+    match raw.get() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(wrong(name, "a boolean")),
+    }
+}
+
+fn raw_string<'a>(raw: &'a RawValue, name: &str) -> Result<Cow<'a, str>, Reject> {
+    let s = raw.get();
+    if !s.starts_with('"') {
+        return Err(wrong(name, "a string"));
+    }
+    if !s.contains('\\') && s.len() >= 2 {
+        return Ok(Cow::Borrowed(&s[1..s.len() - 1]));
+    }
+    serde_json::from_str::<String>(s)
+        .map(Cow::Owned)
+        .map_err(|_| wrong(name, "a string"))
+}
+
+fn names<E: Copy>(all: &[E], f: fn(E) -> &'static str) -> Vec<&'static str> {
+    all.iter().map(|e| f(*e)).collect()
+}
+
+fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
+    // Envelope, in a fixed order so that the reason names the first problem.
+    let v_raw = f.req("v")?;
+    let v = raw_int(v_raw, "v")?;
+    if v != 1 {
+        return Err(Reject::UnsupportedVersion(v.to_string()));
+    }
+    let game = f.string("game")?;
+    if !syntax::is_game_id(&game) {
+        return Err(invalid("game", "must be 1-64 characters of [A-Za-z0-9._-]"));
+    }
+    let seq = f.int("seq")?;
+    if seq < 0 {
+        return Err(invalid("seq", format!("must be >= 0, got {seq}")));
+    }
+    let ts_text = f.string("ts")?;
+    let ts = syntax::parse_ts(&ts_text)
+        .map_err(|why| Reject::BadTimestamp(format!("`{ts_text}`: {why}")))?;
+    let type_text = f.string("type")?;
+    let ty = EventType::parse(&type_text).ok_or_else(|| Reject::UnknownType(type_text.clone()))?;
+    let prev = f.opt_string("prev")?;
+    if let Some(p) = &prev {
+        if seq == 0 {
+            return Err(Reject::NotAllowed {
+                field: "prev".into(),
+                why: "seq 0 has no previous line",
+            });
+        }
+        if !syntax::is_hex64(p) {
+            return Err(invalid("prev", "must be 64 lowercase hex characters"));
+        }
+    }
+    if (ty == EventType::GameStarted) != (seq == 0) {
+        return Err(invalid(
+            "seq",
+            if seq == 0 {
+                "seq 0 is reserved for game_started"
+            } else {
+                "game_started must have seq 0"
+            },
+        ));
+    }
+    let body = match ty {
+        EventType::GameStarted => Body::GameStarted(game_started(f)?),
+        EventType::Selection => Body::Selection(selection(f)?),
+        EventType::Move => Body::Move(mv(f)?),
+        EventType::Roll => {
+            let player = f.token("player")?;
+            let n = f.nonneg("n")?;
+            let value = f.int("value")?;
+            if !(1..=6).contains(&value) {
+                return Err(invalid("value", format!("a die shows 1-6, got {value}")));
+            }
+            Body::Roll(Roll {
+                player,
+                n,
+                value: value as u8,
+            })
+        }
+        EventType::Deal => {
+            let deal = f.nonneg("deal")?;
+            let dealer = f.token("dealer")?;
+            let hands = hands(f, 6)?;
+            let turned = f.string("turned")?;
+            if !syntax::is_card(&turned) {
+                return Err(invalid("turned", format!("`{turned}` is not a card")));
+            }
+            Body::Deal(Deal {
+                deal,
+                dealer,
+                hands,
+                turned,
+            })
+        }
+        EventType::Bid => {
+            let player = f.token("player")?;
+            let deal = f.nonneg("deal")?;
+            let round = f.int("round")?;
+            if round != 1 && round != 2 {
+                return Err(invalid("round", format!("must be 1 or 2, got {round}")));
+            }
+            let bid = f.string("bid")?;
+            let attempt = attempt(f)?;
+            if attempt.accepted() {
+                let ok = bid == "take" || bid == "pass" || (round == 2 && syntax::is_suit(&bid));
+                if !ok {
+                    return Err(invalid(
+                        "bid",
+                        format!("`{bid}` is not a bid of round {round}"),
+                    ));
+                }
+            }
+            Body::Bid(Bid {
+                player,
+                deal,
+                round: round as u8,
+                bid,
+                attempt,
+            })
+        }
+        EventType::HandsCompleted => {
+            let deal = f.nonneg("deal")?;
+            let trump = f.string("trump")?;
+            if !syntax::is_suit(&trump) {
+                return Err(invalid(
+                    "trump",
+                    format!("`{trump}` is not a suit letter S, H, D or C"),
+                ));
+            }
+            let taker = f.token("taker")?;
+            let hands = hands(f, 16)?;
+            Body::HandsCompleted(HandsCompleted {
+                deal,
+                trump,
+                taker,
+                hands,
+            })
+        }
+        EventType::Play => {
+            let player = f.token("player")?;
+            let deal = f.nonneg("deal")?;
+            let card = f.string("card")?;
+            let announce = f.opt_enumeration(
+                "announce",
+                Announce::parse,
+                &names(Announce::ALL, Announce::as_str),
+            )?;
+            let attempt = attempt(f)?;
+            if attempt.accepted() && !syntax::is_card(&card) {
+                return Err(invalid("card", format!("`{card}` is not a card")));
+            }
+            Body::Play(Play {
+                player,
+                deal,
+                card,
+                announce,
+                attempt,
+            })
+        }
+        EventType::DealEnded => {
+            let deal = f.nonneg("deal")?;
+            let points = by_account_ints(f, "points", false)?;
+            let totals = by_account_ints(f, "totals", false)?;
+            let outcome = f.enumeration(
+                "outcome",
+                DealOutcome::parse,
+                &names(DealOutcome::ALL, DealOutcome::as_str),
+            )?;
+            Body::DealEnded(DealEnded {
+                deal,
+                points,
+                totals,
+                outcome,
+            })
+        }
+        EventType::Timeout => {
+            let player = f.token("player")?;
+            let elapsed_ms = f.nonneg("elapsed_ms")?;
+            let outcome = f.enumeration(
+                "outcome",
+                TimeoutOutcome::parse,
+                &names(TimeoutOutcome::ALL, TimeoutOutcome::as_str),
+            )?;
+            Body::Timeout(Timeout {
+                player,
+                elapsed_ms,
+                outcome,
+            })
+        }
+        EventType::DrawOffer => Body::DrawOffer(DrawOffer {
+            player: f.token("player")?,
+        }),
+        EventType::DrawAnswer => {
+            let player = f.token("player")?;
+            let accept = f.boolean("accept")?;
+            Body::DrawAnswer(DrawAnswer { player, accept })
+        }
+        EventType::Left => {
+            let player = f.token("player")?;
+            let reason = f.enumeration(
+                "reason",
+                LeftReason::parse,
+                &names(LeftReason::ALL, LeftReason::as_str),
+            )?;
+            Body::Left(Left { player, reason })
+        }
+        EventType::GameEnded => {
+            let result = f.string("result")?;
+            if !(syntax::is_token(&result)) {
+                return Err(invalid(
+                    "result",
+                    "must be white, black, draw or an account",
+                ));
+            }
+            let reason = f.enumeration(
+                "reason",
+                EndReason::parse,
+                &names(EndReason::ALL, EndReason::as_str),
+            )?;
+            let payouts = by_account_ints(f, "payouts", true)?;
+            let rake = f.nonneg("rake")?;
+            Body::GameEnded(GameEnded {
+                result,
+                reason,
+                payouts,
+                rake,
+            })
+        }
+        EventType::SeedRevealed => Body::SeedRevealed(SeedRevealed {
+            seed: f.string("seed")?,
+        }),
+    };
+    Ok(Event {
+        v,
+        game,
+        seq,
+        ts,
+        prev,
+        body,
+        extra: Vec::new(),
+    })
+}
+
+fn attempt(f: &mut Fields<'_>) -> Result<Attempt, Reject> {
+    let status = f.enumeration("status", Status::parse, &names(Status::ALL, Status::as_str))?;
+    let reason = f.opt_enumeration(
+        "reason",
+        RejectReason::parse,
+        &names(RejectReason::ALL, RejectReason::as_str),
+    )?;
+    match (status, reason) {
+        (Status::Rejected, None) => return Err(Reject::MissingField("reason".into())),
+        (Status::Accepted, Some(_)) => {
+            return Err(Reject::NotAllowed {
+                field: "reason".into(),
+                why: "only rejected attempts carry a reason",
+            });
+        }
+        _ => {}
+    }
+    let think_ms = f.nonneg("think_ms")?;
+    let auto = f.opt_bool("auto")?;
+    Ok(Attempt {
+        status,
+        reason,
+        think_ms,
+        auto,
+    })
+}
+
+fn mv(f: &mut Fields<'_>) -> Result<Move, Reject> {
+    let player = f.token("player")?;
+    let has_move = f.has("move");
+    let has_token = f.has("token");
+    let has_pass = f.has("pass");
+    let action = match (has_move, has_token, has_pass) {
+        (true, false, false) => MoveAction::Draughts(f.string("move")?),
+        (false, true, false) => MoveAction::Token(f.int("token")?),
+        (false, false, true) => {
+            if !f.boolean("pass")? {
+                return Err(invalid("pass", "must be true when present"));
+            }
+            MoveAction::Pass
+        }
+        (false, false, false) => return Err(Reject::MissingField("move".into())),
+        _ => {
+            return Err(Reject::NotAllowed {
+                field: if has_move {
+                    "move".into()
+                } else {
+                    "token".into()
+                },
+                why: "a move carries exactly one of `move`, `token` or `pass`",
+            });
+        }
+    };
+    let attempt = attempt(f)?;
+    if let MoveAction::Draughts(text) = &action
+        && attempt.accepted()
+        && !syntax::is_pdn_move(text)
+    {
+        return Err(invalid("move", format!("`{text}` is not a PDN move")));
+    }
+    if let MoveAction::Token(t) = action
+        && attempt.accepted()
+        && !(0..4).contains(&t)
+    {
+        return Err(invalid(
+            "token",
+            format!("an accepted move names token 0-3, got {t}"),
+        ));
+    }
+    let duels = if f.has("duels") {
+        if !matches!(action, MoveAction::Draughts(_)) {
+            return Err(Reject::NotAllowed {
+                field: "duels".into(),
+                why: "only draughts captures carry duels",
+            });
+        }
+        let list: Vec<DuelIn> =
+            f.typed("duels", "an array of {\"victim\": square, \"won\": bool}")?;
+        let mut out = Vec::with_capacity(list.len());
+        for (i, d) in list.iter().enumerate() {
+            if !(1..=50).contains(&d.victim) {
+                return Err(invalid(
+                    format!("duels[{i}].victim"),
+                    format!("square {} out of range", d.victim),
+                ));
+            }
+            out.push(Duel {
+                victim: d.victim as u8,
+                won: d.won,
+            });
+        }
+        Some(out)
+    } else {
+        None
+    };
+    Ok(Move {
+        player,
+        action,
+        attempt,
+        duels,
+    })
+}
+
+#[derive(Deserialize)]
+struct DuelIn {
+    victim: i64,
+    won: bool,
+}
+
+fn selection(f: &mut Fields<'_>) -> Result<Selection, Reject> {
+    let player = f.token("player")?;
+    let squares: Vec<i64> = f.typed("squares", "an array of square numbers")?;
+    let auto: Vec<i64> = f.typed("auto", "an array of square numbers")?;
+    if squares.len() != 3 {
+        return Err(invalid(
+            "squares",
+            format!("a selection names 3 men, got {}", squares.len()),
+        ));
+    }
+    let in_range = |s: &i64| (1..=32).contains(s);
+    if !squares.iter().all(in_range) {
+        return Err(invalid("squares", "squares of the 8x8 board are 1-32"));
+    }
+    if squares[0] == squares[1] || squares[0] == squares[2] || squares[1] == squares[2] {
+        return Err(invalid("squares", "the 3 squares must differ"));
+    }
+    if !auto.iter().all(|a| squares.contains(a)) {
+        return Err(invalid("auto", "automatic picks must be among `squares`"));
+    }
+    if auto.iter().enumerate().any(|(i, a)| auto[..i].contains(a)) {
+        return Err(invalid("auto", "a square appears twice"));
+    }
+    Ok(Selection {
+        player,
+        squares: squares.iter().map(|&s| s as u8).collect(),
+        auto: auto.iter().map(|&s| s as u8).collect(),
+    })
+}
+
+/// An object keyed by account, order kept, duplicate keys refused.
+struct OrderedMap<T>(Vec<(String, T)>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrderedMap<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = OrderedMap<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object keyed by account")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out: Vec<(String, T)> = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    if out.iter().any(|(o, _)| *o == k) {
+                        return Err(de::Error::custom(format_args!(
+                            "account `{k}` appears twice"
+                        )));
+                    }
+                    out.push((k, map.next_value()?));
+                }
+                Ok(OrderedMap(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+fn check_accounts<T>(map: &[(String, T)], field: &str) -> Result<(), Reject> {
+    for (k, _) in map {
+        if !syntax::is_token(k) {
+            return Err(invalid(field, format!("`{k}` is not an account")));
+        }
+    }
+    Ok(())
+}
+
+fn hands(f: &mut Fields<'_>, size: usize) -> Result<ByAccount<Vec<String>>, Reject> {
+    let OrderedMap(hands) =
+        f.typed::<OrderedMap<Vec<String>>>("hands", "an object of account to card list")?;
+    check_accounts(&hands, "hands")?;
+    if hands.len() != 2 {
+        return Err(invalid(
+            "hands",
+            format!("two-player Belote has 2 hands, got {}", hands.len()),
+        ));
+    }
+    for (acc, cards) in &hands {
+        if cards.len() != size {
+            return Err(invalid(
+                format!("hands.{acc}"),
+                format!("expected {size} cards, got {}", cards.len()),
+            ));
+        }
+        if let Some(bad) = cards.iter().find(|c| !syntax::is_card(c)) {
+            return Err(invalid(
+                format!("hands.{acc}"),
+                format!("`{bad}` is not a card"),
+            ));
+        }
+    }
+    Ok(hands)
+}
+
+fn by_account_ints(
+    f: &mut Fields<'_>,
+    field: &str,
+    nonneg: bool,
+) -> Result<ByAccount<i64>, Reject> {
+    let OrderedMap(map) = f.typed::<OrderedMap<i64>>(field, "an object of account to integer")?;
+    check_accounts(&map, field)?;
+    if nonneg && let Some((acc, v)) = map.iter().find(|(_, v)| *v < 0) {
+        return Err(invalid(
+            format!("{field}.{acc}"),
+            format!("must be >= 0, got {v}"),
+        ));
+    }
+    Ok(map)
+}
+
+#[derive(Deserialize)]
+struct PlayerIn {
+    account: String,
+    seat: String,
+    ip: String,
+    device: String,
+}
+
+#[derive(Deserialize)]
+struct ClockIn {
+    move_s: Option<i64>,
+    turn_s: Option<i64>,
+    select_s: Option<i64>,
+    max_timeouts: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct LudoVariantIn {
+    name: String,
+    players: i64,
+    tokens: i64,
+    exit_on: Vec<i64>,
+    safe_squares: bool,
+    bonus_on_six: bool,
+    three_sixes: bool,
+    bonus_on_capture: bool,
+    bonus_on_finish: bool,
+    turn_s: i64,
+    max_timeouts: i64,
+}
+
+#[derive(Deserialize)]
+struct BeloteVariantIn {
+    target: i64,
+}
+
+fn positive(v: i64, field: &str) -> Result<u32, Reject> {
+    if v <= 0 || v > i64::from(u32::MAX) {
+        return Err(invalid(
+            field,
+            format!("must be a positive integer, got {v}"),
+        ));
+    }
+    Ok(v as u32)
+}
+
+fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
+    let kind = f.enumeration("kind", Kind::parse, &names(Kind::ALL, Kind::as_str))?;
+    let mode = f.enumeration("mode", Mode::parse, &names(Mode::ALL, Mode::as_str))?;
+    if mode == Mode::Medieval && kind != Kind::Draughts8 {
+        return Err(invalid("mode", "medieval mode exists only with draughts8"));
+    }
+    let variant = match kind {
+        Kind::Ludo => {
+            let v: LudoVariantIn = f.typed("variant", "a Ludo variant object")?;
+            if v.players != 2 && v.players != 4 {
+                return Err(invalid(
+                    "variant.players",
+                    format!("2 or 4, got {}", v.players),
+                ));
+            }
+            if !(1..=4).contains(&v.tokens) {
+                return Err(invalid("variant.tokens", format!("1-4, got {}", v.tokens)));
+            }
+            if v.exit_on.is_empty() || !v.exit_on.iter().all(|d| (1..=6).contains(d)) {
+                return Err(invalid(
+                    "variant.exit_on",
+                    "a non-empty list of die values 1-6",
+                ));
+            }
+            if v.name.is_empty() {
+                return Err(invalid("variant.name", "must not be empty"));
+            }
+            Some(Variant::Ludo(LudoVariant {
+                name: v.name,
+                players: v.players as u8,
+                tokens: v.tokens as u8,
+                exit_on: v.exit_on.iter().map(|&d| d as u8).collect(),
+                safe_squares: v.safe_squares,
+                bonus_on_six: v.bonus_on_six,
+                three_sixes: v.three_sixes,
+                bonus_on_capture: v.bonus_on_capture,
+                bonus_on_finish: v.bonus_on_finish,
+                turn_s: positive(v.turn_s, "variant.turn_s")?,
+                max_timeouts: positive(v.max_timeouts, "variant.max_timeouts")?,
+            }))
+        }
+        Kind::Belote => {
+            let v: BeloteVariantIn = f.typed("variant", "an object {\"target\": points}")?;
+            Some(Variant::Belote {
+                target: positive(v.target, "variant.target")?,
+            })
+        }
+        Kind::Draughts10 | Kind::Draughts8 => {
+            if f.has("variant") {
+                return Err(Reject::NotAllowed {
+                    field: "variant".into(),
+                    why: "draughts games carry no variant",
+                });
+            }
+            None
+        }
+    };
+    let rated = f.boolean("rated")?;
+    let players_in: Vec<PlayerIn> =
+        f.typed("players", "an array of {account, seat, ip, device}")?;
+    let mut players = Vec::with_capacity(players_in.len());
+    for (i, p) in players_in.into_iter().enumerate() {
+        let seat = Seat::parse(&p.seat)
+            .filter(|s| kind.seats().contains(s))
+            .ok_or_else(|| {
+                invalid(
+                    format!("players[{i}].seat"),
+                    format!("`{}` is not a seat of {kind}", p.seat),
+                )
+            })?;
+        for (name, value) in [
+            ("account", &p.account),
+            ("ip", &p.ip),
+            ("device", &p.device),
+        ] {
+            if !syntax::is_token(value) {
+                return Err(invalid(
+                    format!("players[{i}].{name}"),
+                    "must be 1-64 characters of [A-Za-z0-9._-]",
+                ));
+            }
+        }
+        if players.iter().any(|q: &Player| q.seat == seat) {
+            return Err(invalid(
+                format!("players[{i}].seat"),
+                format!("seat `{seat}` taken twice"),
+            ));
+        }
+        if players.iter().any(|q: &Player| q.account == p.account) {
+            return Err(invalid(
+                format!("players[{i}].account"),
+                format!("`{}` listed twice", p.account),
+            ));
+        }
+        players.push(Player {
+            account: p.account,
+            seat,
+            ip: p.ip,
+            device: p.device,
+        });
+    }
+    let expected_players = match &variant {
+        Some(Variant::Ludo(v)) => usize::from(v.players),
+        _ => 2,
+    };
+    if players.len() != expected_players {
+        return Err(invalid(
+            "players",
+            format!("expected {expected_players} players, got {}", players.len()),
+        ));
+    }
+    if kind == Kind::Ludo
+        && expected_players == 2
+        && players
+            .iter()
+            .any(|p| !matches!(p.seat, Seat::Red | Seat::Yellow))
+    {
+        return Err(invalid("players", "two-player Ludo uses red and yellow"));
+    }
+    let stake = f.nonneg("stake")?;
+    let currency = f.string("currency")?;
+    if currency.is_empty() {
+        return Err(invalid("currency", "must not be empty"));
+    }
+    let c: ClockIn = f.typed("clock", "a clock object")?;
+    let get = |v: Option<i64>, name: &'static str| -> Result<u32, Reject> {
+        let field = format!("clock.{name}");
+        match v {
+            Some(v) => positive(v, &field),
+            None => Err(Reject::MissingField(field)),
+        }
+    };
+    let clock = match kind {
+        Kind::Draughts10 => Clock {
+            move_s: Some(get(c.move_s, "move_s")?),
+            ..Clock::default()
+        },
+        Kind::Draughts8 => Clock {
+            move_s: Some(get(c.move_s, "move_s")?),
+            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
+            select_s: if mode == Mode::Medieval {
+                Some(get(c.select_s, "select_s")?)
+            } else {
+                None
+            },
+            turn_s: None,
+        },
+        Kind::Ludo => Clock {
+            turn_s: Some(get(c.turn_s, "turn_s")?),
+            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
+            ..Clock::default()
+        },
+        Kind::Belote => Clock {
+            move_s: Some(get(c.move_s, "move_s")?),
+            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
+            ..Clock::default()
+        },
+    };
+    let commitment = f.opt_string("commitment")?;
+    match (kind.uses_seed(mode), &commitment) {
+        (true, None) => return Err(Reject::MissingField("commitment".into())),
+        (false, Some(_)) => {
+            return Err(Reject::NotAllowed {
+                field: "commitment".into(),
+                why: "only Ludo, Belote and Medieval games commit to a seed",
+            });
+        }
+        _ => {}
+    }
+    Ok(GameStarted {
+        kind,
+        mode,
+        variant,
+        rated,
+        players,
+        stake,
+        currency,
+        clock,
+        commitment,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(s: &str) -> Result<Event, Reject> {
+        parse_line(s.as_bytes())
+    }
+
+    const START: &str = r#"{"v":1,"game":"d10-7f3a","seq":0,"ts":"2026-11-29T20:15:00.000Z","type":"game_started","kind":"draughts10","mode":"standard","rated":true,"players":[{"account":"acc-1","seat":"white","ip":"ip-9c2e","device":"dv-51a0"},{"account":"acc-2","seat":"black","ip":"ip-1b7d","device":"dv-e33f"}],"stake":100,"currency":"coin","clock":{"move_s":30}}"#;
+
+    #[test]
+    fn game_started_parses() {
+        let e = line(START).unwrap();
+        assert_eq!(e.game, "d10-7f3a");
+        let Body::GameStarted(g) = &e.body else {
+            panic!("not a start")
+        };
+        assert_eq!(g.kind, Kind::Draughts10);
+        assert_eq!(g.players[1].seat, Seat::Black);
+        assert_eq!(g.clock.move_s, Some(30));
+        assert!(e.extra.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_kept() {
+        let text = START.replace("\"rated\":true", "\"rated\":true,\"region\":{\"eu\":1}");
+        let p = parse_line_detail(text.as_bytes()).unwrap();
+        assert_eq!(p.event.extra.len(), 1);
+        assert_eq!(p.event.extra[0].0, "region");
+        assert_eq!(p.event.extra[0].1, "{\"eu\":1}");
+        assert_eq!(p.extra.as_deref(), Some("{\"region\":{\"eu\":1}}"));
+        assert!(p.detail.contains("\"region\":{\"eu\":1}"));
+        assert!(p.detail.starts_with("{\"kind\":\"draughts10\""));
+    }
+
+    #[test]
+    fn rejected_move_may_be_any_text() {
+        let e = line(r#"{"v":1,"game":"g","seq":3,"ts":"2026-11-29T20:15:05.950Z","type":"move","player":"acc-1","move":"hello","status":"rejected","reason":"malformed","think_ms":948}"#)
+            .unwrap();
+        let Body::Move(m) = e.body else { panic!() };
+        assert_eq!(m.action, MoveAction::Draughts("hello".into()));
+        assert_eq!(m.attempt.reason, Some(RejectReason::Malformed));
+    }
+
+    fn code(s: &str) -> &'static str {
+        match line(s) {
+            Ok(_) => "ok",
+            Err(r) => r.code(),
+        }
+    }
+
+    #[test]
+    fn malformed_lines_get_specific_codes() {
+        assert_eq!(code(""), "empty_line");
+        assert_eq!(code("not json"), "invalid_json");
+        assert_eq!(code("[1,2]"), "not_an_object");
+        assert_eq!(code("{\"v\":1,"), "invalid_json");
+        assert_eq!(code(&START.replace("\"v\":1,", "")), "missing_field");
+        assert_eq!(
+            code(&START.replace("\"v\":1", "\"v\":2")),
+            "unsupported_version"
+        );
+        assert_eq!(code(&START.replace("\"v\":1", "\"v\":\"1\"")), "wrong_type");
+        assert_eq!(
+            code(&START.replace("\"seq\":0", "\"seq\":-1")),
+            "invalid_value"
+        );
+        assert_eq!(
+            code(&START.replace("\"seq\":0", "\"seq\":\"0\"")),
+            "wrong_type"
+        );
+        assert_eq!(
+            code(&START.replace("\"seq\":0", "\"seq\":0.5")),
+            "wrong_type"
+        );
+        assert_eq!(code(&START.replace(".000Z", "Z")), "bad_timestamp");
+        assert_eq!(
+            code(&START.replace("game_started", "game_paused")),
+            "unknown_type"
+        );
+        assert_eq!(
+            code(&START.replace("\"d10-7f3a\"", "\"bad id!\"")),
+            "invalid_value"
+        );
+        assert_eq!(
+            code(&START.replace("\"rated\":true", "\"rated\":true,\"rated\":false")),
+            "duplicate_field"
+        );
+        assert_eq!(
+            code(&START.replace("\"white\"", "\"red\"")),
+            "invalid_value"
+        );
+        assert_eq!(
+            code(&START.replace(",\"clock\":{\"move_s\":30}", "")),
+            "missing_field"
+        );
+        assert_eq!(
+            code(&START.replace("\"stake\":100", "\"stake\":100,\"commitment\":\"00\"")),
+            "field_not_allowed"
+        );
+    }
+
+    #[test]
+    fn attempt_rules() {
+        let base = r#"{"v":1,"game":"g","seq":4,"ts":"2026-11-29T20:15:07.311Z","type":"move","player":"acc-1","move":"28x19","status":"accepted","think_ms":2309,"prev":"PREV"}"#;
+        let prev = "ab".repeat(32);
+        let ok = base.replace("PREV", &prev);
+        assert_eq!(code(&ok), "ok");
+        assert_eq!(code(&base.replace("PREV", "AB")), "invalid_value");
+        assert_eq!(
+            code(&ok.replace("\"accepted\"", "\"rejected\"")),
+            "missing_field"
+        );
+        assert_eq!(
+            code(&ok.replace(
+                "\"think_ms\":2309",
+                "\"think_ms\":2309,\"reason\":\"illegal\""
+            )),
+            "field_not_allowed"
+        );
+        assert_eq!(code(&ok.replace("28x19", "28x")), "invalid_value");
+        assert_eq!(
+            code(&ok.replace("\"move\":\"28x19\"", "\"token\":1,\"move\":\"28x19\"")),
+            "field_not_allowed"
+        );
+    }
+
+    #[test]
+    fn roll_and_cards() {
+        let roll = r#"{"v":1,"game":"lu","seq":1,"ts":"2026-11-20T00:25:16.069Z","type":"roll","player":"acc-7","n":0,"value":1}"#;
+        assert_eq!(code(roll), "ok");
+        assert_eq!(
+            code(&roll.replace("\"value\":1", "\"value\":7")),
+            "invalid_value"
+        );
+        let play = r#"{"v":1,"game":"be","seq":7,"ts":"2026-11-20T00:25:16.069Z","type":"play","player":"acc-3","deal":0,"card":"AS","status":"accepted","think_ms":2503}"#;
+        assert_eq!(code(play), "ok");
+        assert_eq!(code(&play.replace("\"AS\"", "\"1S\"")), "invalid_value");
+        assert_eq!(
+            code(&play.replace("\"think_ms\"", "\"announce\":\"belote\",\"think_ms\"")),
+            "ok"
+        );
+        assert_eq!(
+            code(&play.replace("\"think_ms\"", "\"announce\":\"tierce\",\"think_ms\"")),
+            "invalid_value"
+        );
+    }
+
+    #[test]
+    fn not_utf8_and_too_long() {
+        assert_eq!(
+            parse_line(b"{\"v\":1,\"game\":\"\xff\"}")
+                .unwrap_err()
+                .code(),
+            "not_utf8"
+        );
+        let long = vec![b' '; MAX_LINE_BYTES + 1];
+        assert_eq!(parse_line(&long).unwrap_err().code(), "line_too_long");
+    }
+}

@@ -1,0 +1,162 @@
+//! Helpers shared by the integration tests: paths, the binary, and reading a lake back.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use vigie::lake::Lake;
+
+/// The shared contracts directory (`../shared` from the crate root).
+pub fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+}
+
+/// The independent implementation's clean sample.
+pub fn shared_sample() -> PathBuf {
+    shared().join("fixtures/server-logs/sample.jsonl")
+}
+
+/// Runs the `vigie` binary.
+pub fn vigie(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vigie"))
+        .args(args)
+        .env("VIGIE_LOG", "warn")
+        .output()
+        .expect("run vigie")
+}
+
+/// Reads every batch of a table from the lake's committed snapshot.
+pub fn read_table(lake: &Path, table: &str) -> Vec<RecordBatch> {
+    let lake = Lake::open(lake).expect("open lake");
+    let snap = lake.snapshot().expect("snapshot");
+    let mut out = Vec::new();
+    for path in snap.table_paths(table) {
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(File::open(&path).expect("open file"))
+                .expect("parquet")
+                .build()
+                .expect("reader");
+        for b in reader {
+            out.push(b.expect("batch"));
+        }
+    }
+    out
+}
+
+/// A string column of a batch.
+pub fn strings(b: &RecordBatch, name: &str) -> Vec<Option<String>> {
+    let col = b.column_by_name(name).expect("column");
+    let a = col.as_string::<i32>();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
+}
+
+/// An Int64 column of a batch.
+pub fn ints(b: &RecordBatch, name: &str) -> Vec<Option<i64>> {
+    let col = b.column_by_name(name).expect("column");
+    let a = col.as_primitive::<Int64Type>();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect()
+}
+
+/// The events of a lake as a sorted list of (game, seq, raw), duplicates kept.
+pub fn event_rows(lake: &Path) -> Vec<(String, i64, String)> {
+    let mut out = Vec::new();
+    for b in read_table(lake, "events") {
+        let g = strings(&b, "game");
+        let s = ints(&b, "seq");
+        let r = strings(&b, "raw");
+        for i in 0..b.num_rows() {
+            out.push((
+                g[i].clone().unwrap_or_default(),
+                s[i].unwrap_or(-1),
+                r[i].clone().unwrap_or_default(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The quarantine of a lake as a sorted list of (src_id, offset, reason, raw bytes).
+pub fn quarantine_rows(lake: &Path) -> Vec<(String, i64, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for b in read_table(lake, "quarantine") {
+        let id = strings(&b, "src_id");
+        let off = ints(&b, "src_offset");
+        let reason = strings(&b, "reason");
+        let raw = b.column_by_name("raw").expect("raw");
+        let raw = raw.as_binary::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((
+                id[i].clone().unwrap_or_default(),
+                off[i].unwrap_or(-1),
+                reason[i].clone().unwrap_or_default(),
+                raw.value(i).to_vec(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The ingest checkpoints of a lake: source id -> (offset, lines).
+pub fn checkpoints(lake: &Path) -> BTreeMap<String, (u64, u64)> {
+    let lake = Lake::open(lake).expect("open lake");
+    let state = lake.state().expect("state");
+    state
+        .sources
+        .values()
+        .map(|s| (s.id.clone(), (s.offset, s.lines)))
+        .collect()
+}
+
+/// Every file name under the table directories of a lake (not `_vigie`).
+pub fn data_files(lake: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(lake).expect("read lake") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('_') && entry.path().is_dir() {
+            out.extend(vigie::lake::walk_files(&entry.path()).expect("walk"));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Makes sure Python modules the cross-engine tests use are importable (installs them with pip if not).
+pub fn ensure_python(modules: &[&str]) {
+    let check = |m: &str| {
+        Command::new("python3")
+            .args(["-c", &format!("import {m}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let missing: Vec<&str> = modules.iter().copied().filter(|m| !check(m)).collect();
+    if missing.is_empty() {
+        return;
+    }
+    let out = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(&missing)
+        .output()
+        .expect("run pip");
+    assert!(
+        out.status.success(),
+        "pip install {missing:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

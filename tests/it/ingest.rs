@@ -1,0 +1,468 @@
+//! Batch ingest: completeness, quarantine, idempotence, resumption, crash safety, external readability.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use vigie::ingest::{IngestOptions, ingest_paths};
+use vigie::lake::Lake;
+
+use crate::common::*;
+
+fn quiet() -> IngestOptions {
+    IngestOptions {
+        progress: false,
+        ..IngestOptions::default()
+    }
+}
+
+fn ingest(lake: &Path, inputs: &[PathBuf]) -> vigie::ingest::IngestReport {
+    let lake = Lake::open(lake).expect("open");
+    ingest_paths(&lake, inputs, &quiet()).expect("ingest")
+}
+
+fn sample_lines() -> Vec<Vec<u8>> {
+    let bytes = fs::read(shared_sample()).expect("sample");
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn shared_sample_ingests_whole_and_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, &[shared_sample()]);
+    assert_eq!(r.lines_read, 5010);
+    assert_eq!(r.lines_valid, 5010);
+    assert_eq!(r.lines_quarantined, 0);
+    assert_eq!(r.partial_bytes, 0);
+    assert_eq!(r.version, Some(1));
+    let rows = event_rows(&lake);
+    assert_eq!(rows.len(), 5010);
+    // Every line is stored exactly as written.
+    let mut expected: Vec<String> = sample_lines()
+        .iter()
+        .map(|l| String::from_utf8(l.strip_suffix(b"\n").unwrap().to_vec()).unwrap())
+        .collect();
+    expected.sort();
+    let mut got: Vec<String> = rows.iter().map(|r| r.2.clone()).collect();
+    got.sort();
+    assert_eq!(got, expected);
+    // Files are Hive-partitioned by date and sorted by (game, seq).
+    for b in read_table(&lake, "events") {
+        let g = strings(&b, "game");
+        let s = ints(&b, "seq");
+        let keys: Vec<(Option<String>, Option<i64>)> = g.into_iter().zip(s).collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] <= w[1]),
+            "rows not sorted by game, seq"
+        );
+    }
+    for f in data_files(&lake) {
+        let parent = f
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(parent.starts_with("date=2026-11-"), "{}", f.display());
+        assert!(
+            f.extension().is_some_and(|e| e == "parquet"),
+            "{}",
+            f.display()
+        );
+    }
+}
+
+/// A file of malformed lines of many kinds, each with the reason code it must get.
+fn malformed_lines() -> Vec<(Vec<u8>, &'static str)> {
+    let good = r#"{"v":1,"game":"g-1","seq":1,"ts":"2026-11-29T20:15:04.210Z","type":"move","player":"acc-1","move":"32-28","status":"accepted","think_ms":4210}"#;
+    let mut lines: Vec<(Vec<u8>, &'static str)> = vec![
+        (b"this is not json".to_vec(), "invalid_json"),
+        (b"[1,2,3]".to_vec(), "not_an_object"),
+        (b"\"a string\"".to_vec(), "not_an_object"),
+        (b"{\"v\":1,\"game\":".to_vec(), "invalid_json"),
+        (good.replace("\"v\":1,", "").into_bytes(), "missing_field"),
+        (
+            good.replace("\"game\":\"g-1\",", "").into_bytes(),
+            "missing_field",
+        ),
+        (
+            good.replace("\"v\":1", "\"v\":\"1\"").into_bytes(),
+            "wrong_type",
+        ),
+        (
+            good.replace("\"seq\":1", "\"seq\":\"1\"").into_bytes(),
+            "wrong_type",
+        ),
+        (
+            good.replace("\"seq\":1", "\"seq\":-3").into_bytes(),
+            "invalid_value",
+        ),
+        (
+            good.replace("\"v\":1", "\"v\":2").into_bytes(),
+            "unsupported_version",
+        ),
+        (
+            good.replace("\"move\",", "\"teleport\",").into_bytes(),
+            "unknown_type",
+        ),
+        (
+            good.replace("20:15:04.210Z", "20:15:04Z").into_bytes(),
+            "bad_timestamp",
+        ),
+        (
+            good.replace("2026-11-29T", "2026-02-30T").into_bytes(),
+            "bad_timestamp",
+        ),
+        (
+            good.replace(
+                "\"ts\":\"2026-11-29T20:15:04.210Z\"",
+                "\"ts\":1764447304210",
+            )
+            .into_bytes(),
+            "wrong_type",
+        ),
+        (
+            good.replace("\"think_ms\":4210", "\"think_ms\":4210,\"think_ms\":1")
+                .into_bytes(),
+            "duplicate_field",
+        ),
+        (
+            good.replace("\"status\":\"accepted\"", "\"status\":\"rejected\"")
+                .into_bytes(),
+            "missing_field",
+        ),
+        (
+            good.replace("\"32-28\"", "\"32-99\"").into_bytes(),
+            "invalid_value",
+        ),
+        (Vec::new(), "empty_line"),
+    ];
+    let mut bad_utf8 = good.as_bytes().to_vec();
+    bad_utf8[40] = 0xff;
+    lines.push((bad_utf8, "not_utf8"));
+    let mut huge = good.replace("\"think_ms\":4210", "\"pad\":\"").into_bytes();
+    huge.extend(std::iter::repeat_n(b'x', 2 << 20));
+    huge.extend_from_slice(b"\",\"think_ms\":1}");
+    lines.push((huge, "line_too_long"));
+    lines
+}
+
+#[test]
+fn malformed_lines_land_in_quarantine_with_specific_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bad.jsonl");
+    let cases = malformed_lines();
+    let mut f = fs::File::create(&input).unwrap();
+    for (line, _) in &cases {
+        f.write_all(line).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    drop(f);
+    let lake = dir.path().join("lake");
+    let out = vigie(&[
+        "ingest",
+        "--quiet",
+        "--lake",
+        lake.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let n = cases.len();
+    assert!(
+        stderr.contains(&format!("{n} lines read = 0 valid + {n} quarantined")),
+        "summary missing counts: {stderr}"
+    );
+    let rows = quarantine_rows(&lake);
+    assert_eq!(rows.len(), n);
+    // Match rows to input lines by offset: reason and bytes must be exact.
+    let mut offset = 0i64;
+    for (line, reason) in &cases {
+        let row = rows
+            .iter()
+            .find(|r| r.1 == offset)
+            .unwrap_or_else(|| panic!("no row at offset {offset}"));
+        assert_eq!(
+            row.2,
+            *reason,
+            "line at {offset}: {}",
+            String::from_utf8_lossy(&line[..line.len().min(80)])
+        );
+        assert_eq!(&row.3, line, "raw bytes differ at {offset}");
+        offset += line.len() as i64 + 1;
+    }
+    assert!(event_rows(&lake).is_empty());
+}
+
+#[test]
+fn ingesting_twice_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let first = ingest(&lake, &[shared_sample()]);
+    assert_eq!(first.version, Some(1));
+    let second = ingest(&lake, &[shared_sample()]);
+    assert_eq!(second.version, None);
+    assert_eq!(second.lines_read, 0);
+    assert_eq!(second.files_unchanged, 1);
+    assert_eq!(event_rows(&lake).len(), 5010);
+}
+
+#[test]
+fn grown_file_resumes_and_partial_line_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let path = dir.path().join("server-a.jsonl");
+    // 1000 complete lines and half of the next one.
+    let mut content: Vec<u8> = lines[..1000].concat();
+    let half = lines[1000].len() / 2;
+    content.extend_from_slice(&lines[1000][..half]);
+    fs::write(&path, &content).unwrap();
+    let lake = dir.path().join("lake");
+    let r1 = ingest(&lake, std::slice::from_ref(&path));
+    assert_eq!((r1.lines_valid, r1.lines_quarantined), (1000, 0));
+    assert_eq!(r1.partial_bytes, half as u64);
+    // The rest arrives.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(&lines[1000][half..]).unwrap();
+    f.write_all(&lines[1001..].concat()).unwrap();
+    drop(f);
+    let r2 = ingest(&lake, std::slice::from_ref(&path));
+    assert_eq!(r2.files_grown, 1);
+    assert_eq!(r2.lines_valid, 5010 - 1000);
+    assert_eq!(r2.lines_quarantined, 0);
+    // Same lake content as one run over the whole file.
+    let whole = dir.path().join("whole");
+    ingest(&whole, &[shared_sample()]);
+    assert_eq!(event_rows(&lake), event_rows(&whole));
+    let lake_state = Lake::open(&lake).unwrap().state().unwrap();
+    let src = lake_state.sources.values().next().unwrap();
+    assert_eq!(
+        (src.offset, src.lines),
+        (fs::metadata(&path).unwrap().len(), 5010)
+    );
+}
+
+#[test]
+fn renamed_and_compressed_copies_add_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    let plain = logs.join("server-a-2026-11-20.jsonl");
+    fs::copy(shared_sample(), &plain).unwrap();
+    let lake = dir.path().join("lake");
+    ingest(&lake, std::slice::from_ref(&logs));
+    // Rotation: renamed, then archived in both formats.
+    let rotated = logs.join("server-a-2026-11-20.1.jsonl");
+    fs::rename(&plain, &rotated).unwrap();
+    let bytes = fs::read(&rotated).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bytes).unwrap();
+    fs::write(
+        logs.join("server-a-2026-11-20.jsonl.gz"),
+        gz.finish().unwrap(),
+    )
+    .unwrap();
+    fs::write(
+        logs.join("server-a-2026-11-20.jsonl.zst"),
+        zstd::encode_all(&bytes[..], 3).unwrap(),
+    )
+    .unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(r.lines_valid, 0, "{r:?}");
+    assert_eq!(r.files_seen, 3);
+    assert_eq!(event_rows(&lake).len(), 5010);
+}
+
+#[test]
+fn a_different_file_with_the_same_first_line_is_not_mistaken() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    fs::write(&a, [lines[0].clone(), lines[1].clone()].concat()).unwrap();
+    fs::write(&b, [lines[0].clone(), lines[2].clone()].concat()).unwrap();
+    let lake = dir.path().join("lake");
+    ingest(&lake, std::slice::from_ref(&a));
+    let r = ingest(&lake, std::slice::from_ref(&b));
+    assert_eq!(r.files_new, 1);
+    assert_eq!(r.lines_valid, 2);
+}
+
+/// A few MB of distinct, valid input: the sample with its game ids renamed per copy.
+fn big_input(dir: &Path, copies: usize) -> PathBuf {
+    let logs = dir.join("logs");
+    fs::create_dir_all(&logs).unwrap();
+    let text = fs::read_to_string(shared_sample()).unwrap();
+    for k in 0..copies {
+        let renamed = text.replace("\"game\":\"", &format!("\"game\":\"c{k}-"));
+        let mut content = renamed.into_bytes();
+        // Malformed lines are part of the contract too.
+        content.extend_from_slice(b"garbage line\n");
+        fs::write(logs.join(format!("server-{k:02}.jsonl")), content).unwrap();
+    }
+    logs
+}
+
+fn assert_same_lake(a: &Path, b: &Path) {
+    assert_eq!(event_rows(a), event_rows(b), "events differ");
+    assert_eq!(quarantine_rows(a), quarantine_rows(b), "quarantine differs");
+    assert_eq!(checkpoints(a), checkpoints(b), "checkpoints differ");
+    // No leftovers: every data file is a committed, final one.
+    let snap = Lake::open(a).unwrap().snapshot().unwrap();
+    let mut committed: Vec<PathBuf> = ["events", "quarantine"]
+        .iter()
+        .flat_map(|t| snap.table_paths(t))
+        .collect();
+    committed.sort();
+    assert_eq!(
+        data_files(a),
+        committed,
+        "files on disk differ from the committed ones"
+    );
+}
+
+#[test]
+fn killed_at_each_commit_step_then_rerun_matches_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = big_input(dir.path(), 3);
+    let reference = dir.path().join("reference");
+    let out = vigie(&[
+        "ingest",
+        "--quiet",
+        "--lake",
+        reference.to_str().unwrap(),
+        logs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    for point in ["before_commit", "after_commit", "after_rename"] {
+        let lake = dir.path().join(point);
+        let status = Command::new(env!("CARGO_BIN_EXE_vigie"))
+            .args([
+                "ingest",
+                "--quiet",
+                "--lake",
+                lake.to_str().unwrap(),
+                logs.to_str().unwrap(),
+            ])
+            .env("VIGIE_FAILPOINT", point)
+            .env("VIGIE_LOG", "off")
+            .status()
+            .unwrap();
+        assert!(!status.success(), "{point}: the failpoint did not fire");
+        let out = vigie(&[
+            "ingest",
+            "--quiet",
+            "--lake",
+            lake.to_str().unwrap(),
+            logs.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{point}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_same_lake(&lake, &reference);
+    }
+}
+
+#[test]
+fn sigkill_at_random_moments_then_rerun_matches_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = big_input(dir.path(), 12);
+    let reference = dir.path().join("reference");
+    let started = std::time::Instant::now();
+    let out = vigie(&[
+        "ingest",
+        "--quiet",
+        "--lake",
+        reference.to_str().unwrap(),
+        logs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let full = started.elapsed().as_millis() as u64;
+    let lake = dir.path().join("killed");
+    // Deterministic pseudo-random kill times across the run.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let mut kills = 0;
+    for _ in 0..8 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = x % full.max(1);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vigie"))
+            .args([
+                "ingest",
+                "--quiet",
+                "--lake",
+                lake.to_str().unwrap(),
+                logs.to_str().unwrap(),
+            ])
+            .env("VIGIE_LOG", "off")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(at));
+        if child.try_wait().unwrap().is_none() {
+            kills += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(kills > 0, "no run was killed mid-way");
+    let out = vigie(&[
+        "ingest",
+        "--quiet",
+        "--lake",
+        lake.to_str().unwrap(),
+        logs.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_same_lake(&lake, &reference);
+}
+
+#[test]
+fn other_engines_read_the_lake_as_hive_partitioned_parquet() {
+    ensure_python(&["duckdb", "pyarrow"]);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    ingest(&lake, &[shared_sample()]);
+    let script = format!(
+        r#"
+import duckdb, pyarrow.dataset as ds
+root = {root:?}
+t = ds.dataset(root + "/events", format="parquet", partitioning="hive").to_table()
+assert t.num_rows == 5010, t.num_rows
+assert "date" in t.column_names
+n = duckdb.sql(f"select count(*), count(distinct game), min(date) from read_parquet('{{root}}/events/*/*.parquet', hive_partitioning=true)").fetchall()[0]
+assert n[0] == 5010 and n[1] == 40, n
+print("ok", n)
+"#,
+        root = lake.to_str().unwrap()
+    );
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the `vigie` crate and binary (one test binary, one module per area).
+
+mod common;
+mod ingest;
