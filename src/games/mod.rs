@@ -1,0 +1,2 @@
+//! Rules engines: pure state machines with no I/O (draughts, Ludo, Belote).
+pub mod draughts;
