@@ -2,4 +2,5 @@
 
 mod common;
 mod draughts;
+mod engines;
 mod ingest;
