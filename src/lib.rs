@@ -16,3 +16,4 @@ pub mod games;
 pub mod ingest;
 pub mod lake;
 pub mod log;
+pub mod replay;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 use vigie::ingest::{self, IngestOptions};
 use vigie::lake::Lake;
+use vigie::replay::{self, run::ReplayOptions};
 
 /// Vigie: anti-cheat and audit analytics for the games platform.
 #[derive(Debug, Parser)]
@@ -46,11 +47,23 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Replays new or changed games of the lake through the rules engines into findings, games, moves and departures.
+    Replay {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Print the run report as JSON on stdout.
+        #[arg(long)]
+        report_json: bool,
+    },
 }
 
 fn init_tracing(json: bool) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("VIGIE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("VIGIE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -59,6 +72,17 @@ fn init_tracing(json: bool) {
     } else {
         builder.with_target(false).init();
     }
+}
+
+/// Prints a run's summary line (stdout), or its JSON report (stdout) with the summary on stderr.
+fn print_report<T: serde::Serialize>(json: bool, report: &T, summary: &str) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -112,10 +136,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let report = ingest::ingest_paths(&lake, &paths, &opts)
                 .with_context(|| format!("ingesting into {}", lake_dir.display()))?;
-            if report_json {
-                println!("{}", serde_json::to_string(&report)?);
-            }
-            eprintln!("{}", report.summary_line());
+            print_report(report_json, &report, &report.summary_line())?;
             tracing::info!(
                 lines_read = report.lines_read,
                 valid = report.lines_valid,
@@ -123,6 +144,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 version = report.version,
                 "ingest finished"
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay {
+            lake,
+            threads,
+            report_json,
+        } => {
+            let lake_dir = lake;
+            let lake = Lake::open(&lake_dir)
+                .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+            let mut opts = ReplayOptions {
+                progress,
+                ..Default::default()
+            };
+            if let Some(t) = threads {
+                opts.threads = t.max(1);
+            }
+            let report = replay::run::run(&lake, &opts)
+                .with_context(|| format!("replaying {}", lake_dir.display()))?;
+            print_report(report_json, &report, &report.summary_line())?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -107,7 +107,7 @@ struct Job {
     table: tables::TableDef,
 }
 
-type Written = (NewFile, u64, u64);
+type Written = (NewFile, lake::FileMeta);
 
 /// Ingests files and directories into the lake in one transaction.
 pub fn ingest_paths(
@@ -167,16 +167,16 @@ pub fn ingest_files(
         let handle = scope.spawn(move || -> Result<Vec<Written>, IngestError> {
             let mut out = Vec::new();
             for job in rx {
-                let sorted = super::sink::sort_batch(&job.batch, job.table.sort_by)?;
+                let sorted = lake::parquet::sort_batch(&job.batch, job.table.sort_by)?;
                 drop(job.batch);
-                let rows = sorted.num_rows() as u64;
-                let bytes = lake::parquet::write_file(
+                let mut meta = lake::parquet::batch_meta(&job.table, &sorted);
+                meta.bytes = lake::parquet::write_file(
                     &job.file.pending,
                     &job.table,
                     sorted.schema(),
                     &[sorted],
                 )?;
-                out.push((job.file, rows, bytes));
+                out.push((job.file, meta));
             }
             Ok(out)
         });
@@ -209,7 +209,7 @@ pub fn ingest_files(
         drop(tx);
         let written = handle.join().map_err(|_| IngestError::WriterPanicked)??;
         if result.is_err() {
-            for (f, _, _) in &written {
+            for (f, _) in &written {
                 let _ = std::fs::remove_file(&f.pending);
             }
         }
@@ -217,8 +217,8 @@ pub fn ingest_files(
     })?;
     bar.finish_and_clear();
     report.files_written = written.len() as u64;
-    for (file, rows, bytes) in written {
-        txn.add_file(file, rows, bytes);
+    for (file, meta) in written {
+        txn.add_file_meta(file, meta);
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)

@@ -7,7 +7,6 @@ use arrow::array::{
     ArrayRef, BinaryBuilder, BooleanBuilder, Int64Builder, RecordBatch, StringBuilder,
     TimestampMillisecondBuilder,
 };
-use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
 use arrow::datatypes::SchemaRef;
 
 use crate::log::{Body, Event, MoveAction, Parsed};
@@ -236,28 +235,6 @@ impl EventBuffer {
         self.bytes = 0;
         RecordBatch::try_new(Arc::clone(schema), cols)
     }
-}
-
-/// Sorts a batch by the given columns, ascending.
-pub fn sort_batch(
-    batch: &RecordBatch,
-    by: &[&str],
-) -> Result<RecordBatch, arrow::error::ArrowError> {
-    if batch.num_rows() <= 1 {
-        return Ok(batch.clone());
-    }
-    let keys: Vec<SortColumn> = by
-        .iter()
-        .map(|name| {
-            let i = batch.schema().index_of(name)?;
-            Ok(SortColumn {
-                values: Arc::clone(batch.column(i)),
-                options: None,
-            })
-        })
-        .collect::<Result<_, arrow::error::ArrowError>>()?;
-    let idx = lexsort_to_indices(&keys, None)?;
-    take_record_batch(batch, &idx)
 }
 
 builders!(QuarantineCols {

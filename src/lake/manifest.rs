@@ -16,6 +16,31 @@ pub struct FileEntry {
     pub partition: Option<String>,
     pub rows: u64,
     pub bytes: u64,
+    /// Version of the commit that added the file (set by the commit itself).
+    #[serde(default)]
+    pub added: u64,
+    /// Smallest and largest value of the table's first sort key (e.g. `game`) in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_key: Option<String>,
+    /// Latest event timestamp in the file (epoch ms), for tables that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ts: Option<i64>,
+    /// Derived tables: the file holds rows of games that are still open (rewritten as they grow).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
+}
+
+/// What a writer knows about a data file it wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileMeta {
+    pub rows: u64,
+    pub bytes: u64,
+    pub min_key: Option<String>,
+    pub max_key: Option<String>,
+    pub max_ts: Option<i64>,
+    pub open: bool,
 }
 
 /// How far a source file has been ingested. The checkpoint of batch and streaming ingest.

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use manifest::{Commit, FileEntry, SourceState, State};
+pub use manifest::{Commit, FileEntry, FileMeta, SourceState, State};
 
 /// Make a checkpoint every this many commits.
 pub const CHECKPOINT_EVERY: u64 = 32;
@@ -504,7 +504,7 @@ pub struct Txn<'w, 'a> {
     writer: &'w mut Writer<'a>,
     op: String,
     base_version: u64,
-    add: Vec<(NewFile, u64, u64)>,
+    add: Vec<(NewFile, FileMeta)>,
     remove: Vec<String>,
     sources: Vec<SourceState>,
     stages: BTreeMap<String, serde_json::Value>,
@@ -528,9 +528,21 @@ impl<'w, 'a> Txn<'w, 'a> {
         self.writer.new_file_path(table, partition)
     }
 
-    /// Records a written (fsynced) pending file as part of this transaction.
+    /// Records a written pending file as part of this transaction.
     pub fn add_file(&mut self, file: NewFile, rows: u64, bytes: u64) {
-        self.add.push((file, rows, bytes));
+        self.add.push((
+            file,
+            FileMeta {
+                rows,
+                bytes,
+                ..FileMeta::default()
+            },
+        ));
+    }
+
+    /// Records a written pending file with what the writer knows of its content.
+    pub fn add_file_meta(&mut self, file: NewFile, meta: FileMeta) {
+        self.add.push((file, meta));
     }
 
     /// Removes a live file (by path relative to the root).
@@ -559,7 +571,7 @@ impl<'w, 'a> Txn<'w, 'a> {
 
     /// Drops the transaction and deletes its pending files.
     pub fn abort(self) {
-        for (f, _, _) in &self.add {
+        for (f, _) in &self.add {
             let _ = fs::remove_file(&f.pending);
         }
     }
@@ -570,7 +582,7 @@ impl<'w, 'a> Txn<'w, 'a> {
         let lake = self.writer.lake;
         // Make the data durable before the commit names it.
         let mut dirs = BTreeSet::new();
-        for (f, _, _) in &self.add {
+        for (f, _) in &self.add {
             File::open(&f.pending)
                 .and_then(|h| h.sync_all())
                 .at(&f.pending)?;
@@ -640,12 +652,17 @@ impl<'w, 'a> Txn<'w, 'a> {
                 add: self
                     .add
                     .iter()
-                    .map(|(f, rows, bytes)| FileEntry {
+                    .map(|(f, m)| FileEntry {
                         table: f.table.clone(),
                         path: f.rel.clone(),
                         partition: f.partition.clone(),
-                        rows: *rows,
-                        bytes: *bytes,
+                        rows: m.rows,
+                        bytes: m.bytes,
+                        added: version,
+                        min_key: m.min_key.clone(),
+                        max_key: m.max_key.clone(),
+                        max_ts: m.max_ts,
+                        open: m.open,
                     })
                     .collect(),
                 remove: self.remove.clone(),
@@ -686,7 +703,7 @@ impl<'w, 'a> Txn<'w, 'a> {
         let _ = base;
         failpoint("after_commit");
         // Publish the files under their final names.
-        for (f, _, _) in &self.add {
+        for (f, _) in &self.add {
             match fs::rename(&f.pending, &f.fin) {
                 // Another writer's recovery may have finished the rename for us.
                 Err(e) if e.kind() == io::ErrorKind::NotFound && f.fin.exists() => {}

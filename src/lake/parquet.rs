@@ -64,3 +64,71 @@ pub fn write_file(
     let len = std::fs::metadata(path).at(path)?.len();
     Ok(len)
 }
+
+/// What the manifest records of a sorted batch about to be written: key range and latest `ts`.
+pub fn batch_meta(table: &TableDef, batch: &RecordBatch) -> super::FileMeta {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::TimestampMillisecondType;
+    let mut meta = super::FileMeta {
+        rows: batch.num_rows() as u64,
+        ..super::FileMeta::default()
+    };
+    if batch.num_rows() == 0 {
+        return meta;
+    }
+    if let Some(col) = table.sort_by.first().and_then(|k| batch.column_by_name(k))
+        && let Some(s) = col.as_string_opt::<i32>()
+    {
+        meta.min_key = (!s.is_null(0)).then(|| s.value(0).to_string());
+        let last = s.len() - 1;
+        meta.max_key = (!s.is_null(last)).then(|| s.value(last).to_string());
+    }
+    if let Some(ts) = batch
+        .column_by_name("ts")
+        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
+    {
+        meta.max_ts = arrow::compute::max(ts);
+    }
+    meta
+}
+
+/// Sorts a batch by the given columns, ascending.
+pub fn sort_batch(
+    batch: &RecordBatch,
+    by: &[&str],
+) -> Result<RecordBatch, arrow::error::ArrowError> {
+    use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
+    if batch.num_rows() <= 1 || by.is_empty() {
+        return Ok(batch.clone());
+    }
+    let keys: Vec<SortColumn> = by
+        .iter()
+        .map(|name| {
+            let i = batch.schema().index_of(name)?;
+            Ok(SortColumn {
+                values: Arc::clone(batch.column(i)),
+                options: None,
+            })
+        })
+        .collect::<Result<_, arrow::error::ArrowError>>()?;
+    let idx = lexsort_to_indices(&keys, None)?;
+    take_record_batch(batch, &idx)
+}
+
+/// Reads a whole Parquet file (optionally only some columns) into record batches.
+pub fn read_file(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatch>> {
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = File::open(path).at(path)?;
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    if let Some(cols) = columns {
+        let mask = ProjectionMask::columns(builder.parquet_schema(), cols.iter().copied());
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.with_batch_size(16 * 1024).build()?;
+    let mut out = Vec::new();
+    for b in reader {
+        out.push(b?);
+    }
+    Ok(out)
+}

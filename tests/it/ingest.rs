@@ -179,11 +179,11 @@ fn malformed_lines_land_in_quarantine_with_specific_reasons() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let n = cases.len();
     assert!(
-        stderr.contains(&format!("{n} lines read = 0 valid + {n} quarantined")),
-        "summary missing counts: {stderr}"
+        stdout.contains(&format!("{n} lines read = 0 valid + {n} quarantined")),
+        "summary missing counts: {stdout}"
     );
     let rows = quarantine_rows(&lake);
     assert_eq!(rows.len(), n);

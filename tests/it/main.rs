@@ -4,3 +4,4 @@ mod common;
 mod draughts;
 mod engines;
 mod ingest;
+mod replay;

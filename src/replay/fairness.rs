@@ -1,0 +1,360 @@
+//! Fairness checks of one game: commitment present and on time, seed revealed and well-formed, every die, deal, duel and selection equal to its derivation.
+
+use super::finding::{Category, Code};
+use super::game::{Cx, Draw, Logged};
+use crate::fairness::{self, SelectColor};
+use crate::games::belote::{self as b, Card, PLAYERS};
+use crate::log::{Body, syntax};
+
+/// A game's fairness verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The game draws no randomness (standard draughts).
+    NotApplicable,
+    /// The seed is not revealed yet (game running).
+    Pending,
+    Pass,
+    Fail,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::NotApplicable => "n/a",
+            Verdict::Pending => "pending",
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+/// Checks everything `fairness.md` promises for one game, adding findings to `cx`.
+pub fn check_game(
+    lines: &[Logged],
+    ended: Option<&Logged>,
+    revealed: Option<&Logged>,
+    cx: &mut Cx<'_>,
+) -> Verdict {
+    let start = cx.start;
+    if !start.kind.uses_seed(start.mode) {
+        return Verdict::NotApplicable;
+    }
+    let before = cx
+        .findings
+        .iter()
+        .filter(|f| f.category == Category::Fairness)
+        .count();
+    let start_seq = lines.first().map(Logged::seq).unwrap_or(0);
+    let start_ts = cx.start_ts();
+    match &start.commitment {
+        None => {
+            cx.find(
+                start_seq,
+                Code::CommitmentMissing,
+                "no seed commitment in game_started",
+            )
+            .expected("64 lowercase hex characters");
+        }
+        Some(c) if !syntax::is_hex64(c) => {
+            cx.find(
+                start_seq,
+                Code::CommitmentMissing,
+                "the commitment is not a SHA-256 digest in lowercase hex",
+            )
+            .expected("64 lowercase hex characters")
+            .logged(c.clone());
+        }
+        Some(_) => {}
+    }
+    if let Some((ts, seq)) = cx.draws.iter().filter_map(Draw::random_ts).min()
+        && start_ts > ts
+    {
+        cx.find(
+            start_seq,
+            Code::LateCommitment,
+            format!("the commitment was published after the first random draw (seq {seq})"),
+        )
+        .expected(format!("ts <= {}", syntax::format_ts(ts)))
+        .logged(syntax::format_ts(start_ts));
+    }
+    let Some(reveal) = revealed else {
+        return match ended {
+            Some(end) => {
+                cx.find(
+                    end.seq(),
+                    Code::SeedMissing,
+                    "the game ended but its seed was never revealed",
+                )
+                .expected("seed_revealed after game_ended");
+                Verdict::Fail
+            }
+            None if cx
+                .findings
+                .iter()
+                .filter(|f| f.category == Category::Fairness)
+                .count()
+                > before =>
+            {
+                Verdict::Fail
+            }
+            None => Verdict::Pending,
+        };
+    };
+    let Body::SeedRevealed(s) = &reveal.event.body else {
+        return Verdict::Fail;
+    };
+    let seed = s.seed.as_str();
+    if let Err(e) = fairness::check_seed(seed) {
+        cx.find(
+            reveal.seq(),
+            Code::SeedMalformed,
+            format!("the revealed seed is malformed: {e}"),
+        )
+        .expected("64 lowercase hex characters")
+        .logged(seed.to_string());
+        return Verdict::Fail;
+    }
+    if let Some(c) = &start.commitment {
+        let actual = fairness::commitment(seed);
+        if &actual != c {
+            cx.find(
+                reveal.seq(),
+                Code::CommitmentMismatch,
+                "SHA-256 of the revealed seed differs from the commitment",
+            )
+            .expected(actual)
+            .logged(c.clone());
+        }
+    }
+    verify_draws(seed, cx);
+    if cx
+        .findings
+        .iter()
+        .filter(|f| f.category == Category::Fairness)
+        .count()
+        > before
+    {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    }
+}
+
+fn fmt_cards(cards: &[Card]) -> String {
+    cards
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn same_cards(logged: &[String], expected: &[Card]) -> bool {
+    let mut a: Vec<String> = logged.to_vec();
+    let mut b: Vec<String> = expected.iter().map(|c| c.to_string()).collect();
+    a.sort();
+    b.sort();
+    a == b
+}
+
+/// Every logged random outcome against its derivation from the revealed seed.
+fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
+    let game = cx.game.to_string();
+    let accounts = cx.accounts();
+    let draws = std::mem::take(&mut cx.draws);
+    let mut bad_deals = std::collections::BTreeSet::new();
+    let mut deal_seq = std::collections::BTreeMap::new();
+    for d in &draws {
+        match d {
+            Draw::Die { seq, n, value, .. } => {
+                let Ok(n) = u64::try_from(*n) else { continue };
+                let expected = fairness::die(seed, &game, n);
+                if expected != *value {
+                    cx.find(
+                        *seq,
+                        Code::WrongDie,
+                        format!("roll {n} shows {value}, its derivation gives {expected}"),
+                    )
+                    .expected(expected.to_string())
+                    .logged(value.to_string());
+                }
+            }
+            Draw::Deal {
+                seq,
+                deal,
+                dealer,
+                hands,
+                turned,
+                ..
+            } => {
+                deal_seq.insert(*deal, *seq);
+                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal, dealer, &accounts)
+                else {
+                    continue;
+                };
+                let init = b::initial_deal(&deck, dealer_idx);
+                let mut wrong = deck[12].to_string() != *turned;
+                for (acc, cards) in hands {
+                    if let Some(i) = accounts.iter().position(|a| a == acc) {
+                        wrong |= !same_cards(cards, &init.hands[i]);
+                    }
+                }
+                if wrong {
+                    bad_deals.insert(*deal);
+                    let expected = accounts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| format!("{a}: {}", fmt_cards(&init.hands[i])))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    let logged = hands
+                        .iter()
+                        .map(|(a, c)| format!("{a}: {}", c.join(" ")))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    cx.find(
+                        *seq,
+                        Code::WrongDeal,
+                        format!("deal {deal} differs from the shuffle of its seed"),
+                    )
+                    .expected(format!("{expected}; turned {}", init.turned))
+                    .logged(format!("{logged}; turned {turned}"));
+                }
+            }
+            Draw::Completion {
+                seq,
+                deal,
+                taker,
+                hands,
+            } => {
+                if bad_deals.contains(deal) {
+                    continue;
+                }
+                let Some(dealer) = draws.iter().find_map(|x| match x {
+                    Draw::Deal {
+                        deal: dd, dealer, ..
+                    } if dd == deal => Some(dealer.clone()),
+                    _ => None,
+                }) else {
+                    continue;
+                };
+                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal, &dealer, &accounts)
+                else {
+                    continue;
+                };
+                let Some(taker_idx) = accounts.iter().position(|a| a == taker) else {
+                    continue;
+                };
+                let expected = b::completed_hands(&deck, dealer_idx, taker_idx);
+                let wrong = hands.iter().any(|(acc, cards)| {
+                    accounts
+                        .iter()
+                        .position(|a| a == acc)
+                        .is_some_and(|i| !same_cards(cards, &expected[i]))
+                });
+                if wrong {
+                    bad_deals.insert(*deal);
+                    let at = deal_seq.get(deal).copied().unwrap_or(*seq);
+                    cx.find(
+                        at,
+                        Code::WrongDeal,
+                        format!(
+                            "deal {deal}: the completed hands differ from the shuffle of its seed"
+                        ),
+                    )
+                    .expected(
+                        accounts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, a)| format!("{a}: {}", fmt_cards(&expected[i])))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    )
+                    .logged(
+                        hands
+                            .iter()
+                            .map(|(a, c)| format!("{a}: {}", c.join(" ")))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    );
+                }
+            }
+            Draw::Duel {
+                seq,
+                m,
+                victim,
+                won,
+                account,
+                ..
+            } => {
+                let expected = fairness::duel(seed, &game, *m);
+                if expected != *won {
+                    let word = |w: bool| if w { "won" } else { "lost" };
+                    cx.find(
+                        *seq,
+                        Code::WrongDuel,
+                        format!(
+                            "duel {m} (victim {victim}) logged {}, its derivation gives {}",
+                            word(*won),
+                            word(expected)
+                        ),
+                    )
+                    .account(account)
+                    .expected(word(expected))
+                    .logged(word(*won));
+                }
+            }
+            Draw::Selection {
+                seq,
+                color,
+                account,
+                chosen,
+                auto,
+                ..
+            } => {
+                if auto.is_empty() {
+                    continue;
+                }
+                let (Ok(c), eligible): (Result<SelectColor, _>, Vec<u8>) = (
+                    color.parse::<SelectColor>(),
+                    if *color == "white" {
+                        (21..=32).collect()
+                    } else {
+                        (1..=12).collect()
+                    },
+                ) else {
+                    continue;
+                };
+                let expected = fairness::auto_select(seed, &game, c, chosen, &eligible);
+                let mut e = expected.clone();
+                let mut l = auto.clone();
+                e.sort_unstable();
+                l.sort_unstable();
+                if e != l {
+                    cx.find(
+                        *seq,
+                        Code::WrongSelection,
+                        format!("the automatic picks of {color} differ from their derivation"),
+                    )
+                    .account(account)
+                    .expected(format!("{expected:?}"))
+                    .logged(format!("{auto:?}"));
+                }
+            }
+        }
+    }
+    cx.draws = draws;
+}
+
+/// The shuffled deck of a deal and the dealer's index.
+fn deck_for(
+    seed: &str,
+    game: &str,
+    deal: i64,
+    dealer: &str,
+    accounts: &[String],
+) -> Option<([Card; 32], usize)> {
+    let deal = u32::try_from(deal).ok()?;
+    let deck = b::deck_from_indices(&fairness::shuffle(seed, game, deal)).ok()?;
+    let dealer = accounts.iter().position(|a| a == dealer)?;
+    (dealer < PLAYERS).then_some((deck, dealer))
+}

@@ -1,0 +1,696 @@
+//! Replay of one game: the checks every kind shares (sequence, chain, end, payouts) around a kind's rules replayer.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+use super::finding::{Code, Finding};
+use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
+use super::{belote, draughts, fairness, ludo};
+use crate::lake::hex;
+use crate::lake::record::Ts;
+use crate::log::{Body, EndReason, Event, GameStarted, Kind, RejectReason, Status, syntax};
+
+/// A game is "never ended" after this long without an event (by the lake's latest timestamp).
+pub const NEVER_ENDED_AFTER_MS: i64 = 60 * 60 * 1000;
+
+/// One logged line of a game: the raw text (for the hash chain) and the parsed event.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub raw: String,
+    pub event: Event,
+}
+
+impl Logged {
+    /// Parses a raw line (as stored in the lake). Lines in the lake were validated at ingest.
+    pub fn parse(raw: String) -> Result<Logged, crate::log::Reject> {
+        let event = crate::log::parse_line(raw.as_bytes())?;
+        Ok(Logged { raw, event })
+    }
+
+    pub fn seq(&self) -> i64 {
+        self.event.seq
+    }
+
+    pub fn ts(&self) -> i64 {
+        self.event.ts
+    }
+}
+
+/// What replay needs besides the game's own lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    /// The latest timestamp in the lake: "now" for deciding that a game was abandoned (deterministic).
+    pub horizon_ms: i64,
+}
+
+/// The replay of one game: every row it contributes to the derived tables.
+#[derive(Debug, Clone, Default)]
+pub struct GameReplay {
+    pub game: Option<GameRow>,
+    pub players: Vec<PlayerRow>,
+    pub moves: Vec<MoveRow>,
+    pub departures: Vec<DepartureRow>,
+    pub findings: Vec<Finding>,
+    /// UTC date (`YYYY-MM-DD`) the game started: the partition of all its rows.
+    pub date: String,
+}
+
+impl GameReplay {
+    /// Findings as table rows.
+    pub fn finding_rows(&self) -> Vec<FindingRow> {
+        let (kind, mode) = match &self.game {
+            Some(g) => (Some(g.kind.clone()), Some(g.mode.clone())),
+            None => (None, None),
+        };
+        self.findings
+            .iter()
+            .map(|f| FindingRow {
+                game: f.game.clone(),
+                seq: f.seq,
+                ts: None,
+                kind: kind.clone(),
+                mode: mode.clone(),
+                account: f.account.clone(),
+                code: f.code.as_str().to_string(),
+                category: f.category.as_str().to_string(),
+                severity: f.severity.as_str().to_string(),
+                expected: f.expected.clone(),
+                logged: f.logged.clone(),
+                message: f.message.clone(),
+                facts: f.facts.clone(),
+            })
+            .collect()
+    }
+}
+
+/// How the game was decided, as replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// `white`, `black`, `draw`, or the winning account.
+    pub result: String,
+    pub reason: EndReason,
+    /// The winning account (none on a draw).
+    pub winner: Option<String>,
+    /// The event that decided it.
+    pub seq: i64,
+}
+
+/// A random outcome as logged, checked against its derivation once the seed is known.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Draw {
+    Die {
+        seq: i64,
+        ts: i64,
+        n: i64,
+        value: u8,
+    },
+    Deal {
+        seq: i64,
+        ts: i64,
+        deal: i64,
+        dealer: String,
+        hands: Vec<(String, Vec<String>)>,
+        turned: String,
+    },
+    Completion {
+        seq: i64,
+        deal: i64,
+        taker: String,
+        hands: Vec<(String, Vec<String>)>,
+    },
+    Duel {
+        seq: i64,
+        ts: i64,
+        m: u64,
+        victim: u8,
+        won: bool,
+        account: String,
+    },
+    Selection {
+        seq: i64,
+        ts: i64,
+        color: &'static str,
+        account: String,
+        chosen: Vec<u8>,
+        auto: Vec<u8>,
+    },
+}
+
+impl Draw {
+    /// The timestamp of a draw that consumed randomness (for the commitment's timeliness).
+    pub fn random_ts(&self) -> Option<(i64, i64)> {
+        match self {
+            Draw::Die { seq, ts, .. } | Draw::Deal { seq, ts, .. } | Draw::Duel { seq, ts, .. } => {
+                Some((*ts, *seq))
+            }
+            Draw::Selection { seq, ts, auto, .. } if !auto.is_empty() => Some((*ts, *seq)),
+            _ => None,
+        }
+    }
+}
+
+/// Per-player counters kept by the driver.
+#[derive(Debug, Clone, Default)]
+pub struct PlayerStats {
+    pub moves: i64,
+    pub rejected: i64,
+    pub timeouts: i64,
+    pub left: bool,
+}
+
+/// The state shared between the driver and a kind's replayer.
+pub struct Cx<'a> {
+    pub game: &'a str,
+    pub start: &'a GameStarted,
+    pub findings: Vec<Finding>,
+    pub moves: Vec<MoveRow>,
+    pub departures: Vec<DepartureRow>,
+    pub draws: Vec<Draw>,
+    pub decision: Option<Decision>,
+    /// Replay lost track of the position (after a server fault it could not follow).
+    pub desynced: bool,
+    pub stats: BTreeMap<String, PlayerStats>,
+    /// Whether `game_ended` has been seen.
+    pub ended: bool,
+    /// Timestamp of `game_started`.
+    pub start_ts: i64,
+}
+
+impl Cx<'_> {
+    /// Adds a finding about event `seq`.
+    pub fn find(&mut self, seq: i64, code: Code, message: impl Into<String>) -> &mut Finding {
+        self.findings
+            .push(Finding::new(self.game, seq, code, message));
+        let last = self.findings.len() - 1;
+        &mut self.findings[last]
+    }
+
+    /// The accounts in `players` order.
+    pub fn accounts(&self) -> Vec<String> {
+        self.start
+            .players
+            .iter()
+            .map(|p| p.account.clone())
+            .collect()
+    }
+
+    /// Index of an account in `players`.
+    pub fn index_of(&self, account: &str) -> Option<usize> {
+        self.start.players.iter().position(|p| p.account == account)
+    }
+
+    pub fn start_ts(&self) -> i64 {
+        self.start_ts
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.start.kind
+    }
+
+    pub fn kind_str(&self) -> String {
+        self.start.kind.as_str().to_string()
+    }
+
+    pub fn mode_str(&self) -> String {
+        self.start.mode.as_str().to_string()
+    }
+
+    /// Records a decision (the first one stands).
+    pub fn decide(&mut self, result: String, reason: EndReason, winner: Option<String>, seq: i64) {
+        if self.decision.is_none() {
+            self.decision = Some(Decision {
+                result,
+                reason,
+                winner,
+                seq,
+            });
+        }
+    }
+
+    pub fn stats(&mut self, account: &str) -> &mut PlayerStats {
+        self.stats.entry(account.to_string()).or_default()
+    }
+}
+
+/// What a kind's replayer does with the events the driver does not handle itself.
+pub trait Rules {
+    /// Handles one event of the game (anything but game_started, game_ended and seed_revealed).
+    fn event(&mut self, ev: &Logged, cx: &mut Cx<'_>);
+    /// Called at `game_ended` before the driver compares results: lets the replayer settle
+    /// a decision implied by the end (e.g. a Belote match decided at its last deal).
+    fn at_end(&mut self, _ev: &Logged, _cx: &mut Cx<'_>) {}
+}
+
+/// Replays one game from its lines (any order; duplicates and gaps are findings).
+pub fn replay_game(game: &str, mut lines: Vec<Logged>, ctx: &Context) -> GameReplay {
+    lines.sort_by_key(Logged::seq);
+    let mut findings = Vec::new();
+    let lines = sequence_checks(game, lines, &mut findings);
+    let Some(first) = lines.first() else {
+        return GameReplay {
+            findings,
+            ..GameReplay::default()
+        };
+    };
+    let date = syntax::date_of(first.ts());
+    let Body::GameStarted(start) = &first.event.body else {
+        let mut f = Finding::new(
+            game,
+            first.seq(),
+            Code::MissingStart,
+            "the game's events have no game_started (seq 0)",
+        );
+        f.expected("game_started at seq 0").logged(format!(
+            "{} at seq {}",
+            first.event.event_type(),
+            first.seq()
+        ));
+        findings.push(f);
+        return GameReplay {
+            findings,
+            date,
+            ..GameReplay::default()
+        };
+    };
+    let mut cx = Cx {
+        game,
+        start,
+        findings,
+        moves: Vec::new(),
+        departures: Vec::new(),
+        draws: Vec::new(),
+        decision: None,
+        desynced: false,
+        stats: BTreeMap::new(),
+        ended: false,
+        start_ts: first.ts(),
+    };
+    let mut rules: Box<dyn Rules> = match start.kind {
+        Kind::Draughts10 | Kind::Draughts8 => Box::new(draughts::DraughtsRules::new(&cx)),
+        Kind::Ludo => Box::new(ludo::LudoRules::new(&cx)),
+        Kind::Belote => Box::new(belote::BeloteRules::new(&cx)),
+    };
+    let mut ended: Option<&Logged> = None;
+    let mut revealed: Option<&Logged> = None;
+    for line in &lines[1..] {
+        match &line.event.body {
+            Body::GameStarted(_) => {
+                cx.find(
+                    line.seq(),
+                    Code::EventAfterEnd,
+                    "a second game_started in the same game",
+                );
+            }
+            Body::GameEnded(_) => {
+                if ended.is_some() {
+                    cx.find(
+                        line.seq(),
+                        Code::EventAfterEnd,
+                        "a second game_ended in the same game",
+                    );
+                    continue;
+                }
+                rules.at_end(line, &mut cx);
+                end_checks(line, &mut cx);
+                cx.ended = true;
+                ended = Some(line);
+            }
+            Body::SeedRevealed(_) => {
+                if revealed.is_some() {
+                    cx.find(
+                        line.seq(),
+                        Code::EventAfterEnd,
+                        "a second seed_revealed in the same game",
+                    );
+                    continue;
+                }
+                revealed = Some(line);
+            }
+            _ => {
+                if cx.ended && !late_attempt(&line.event) {
+                    let f = cx.find(
+                        line.seq(),
+                        Code::EventAfterEnd,
+                        format!("{} logged after game_ended", line.event.event_type()),
+                    );
+                    f.logged = Some(line.event.event_type().to_string());
+                    if let Some(p) = line.event.player() {
+                        f.account = Some(p.to_string());
+                    }
+                    continue;
+                }
+                rules.event(line, &mut cx);
+            }
+        }
+    }
+    let last = lines
+        .last()
+        .map(|l| (l.seq(), l.ts()))
+        .unwrap_or((0, first.ts()));
+    if ended.is_none() && ctx.horizon_ms - last.1 > NEVER_ENDED_AFTER_MS {
+        cx.find(
+            last.0,
+            Code::NeverEnded,
+            "the game has been silent for over an hour without game_ended",
+        )
+        .expected("game_ended")
+        .logged(format!(
+            "last event seq {} at {}",
+            last.0,
+            syntax::format_ts(last.1)
+        ));
+    }
+    let verdict = fairness::check_game(&lines, ended, revealed, &mut cx);
+    build(
+        game,
+        &lines,
+        ended,
+        revealed,
+        verdict,
+        cx,
+        date,
+        ctx.horizon_ms,
+    )
+}
+
+/// An attempt the server may still log after the end: rejected with reason game_over.
+fn late_attempt(e: &Event) -> bool {
+    e.attempt()
+        .is_some_and(|a| a.status == Status::Rejected && a.reason == Some(RejectReason::GameOver))
+}
+
+/// Duplicates, gaps and the hash chain. Returns the lines to replay (first of each seq).
+fn sequence_checks(game: &str, lines: Vec<Logged>, findings: &mut Vec<Finding>) -> Vec<Logged> {
+    let mut out: Vec<Logged> = Vec::with_capacity(lines.len());
+    let mut expected_seq = 0i64;
+    for line in lines {
+        if let Some(prev) = out.last()
+            && prev.seq() == line.seq()
+        {
+            let mut f = Finding::new(
+                game,
+                line.seq(),
+                Code::SeqDuplicate,
+                format!("seq {} logged twice", line.seq()),
+            );
+            f.logged(line.raw.chars().take(200).collect::<String>());
+            findings.push(f);
+            continue;
+        }
+        if line.seq() != expected_seq && !(out.is_empty() && line.seq() != 0) {
+            let mut f = Finding::new(
+                game,
+                line.seq(),
+                Code::SeqGap,
+                format!("seq jumps from {} to {}", expected_seq - 1, line.seq()),
+            );
+            f.expected(expected_seq.to_string())
+                .logged(line.seq().to_string());
+            findings.push(f);
+        }
+        if let (Some(prev), Some(logged)) = (out.last(), line.event.prev.as_deref()) {
+            let actual = hex(&Sha256::digest(prev.raw.as_bytes()));
+            if actual != logged {
+                let mut f = Finding::new(
+                    game,
+                    line.seq(),
+                    Code::ChainBroken,
+                    format!("prev does not hash the previous line (seq {})", prev.seq()),
+                );
+                f.expected(actual).logged(logged.to_string());
+                findings.push(f);
+            }
+        }
+        expected_seq = line.seq() + 1;
+        out.push(line);
+    }
+    out
+}
+
+/// Result, reason and payouts at `game_ended`.
+fn end_checks(line: &Logged, cx: &mut Cx<'_>) {
+    let Body::GameEnded(end) = &line.event.body else {
+        return;
+    };
+    let seq = line.seq();
+    let pot = cx.start.stake * cx.start.players.len() as i64;
+    // Result and reason against the replay.
+    match cx.decision.clone() {
+        Some(d) => {
+            if d.result != end.result {
+                cx.find(
+                    seq,
+                    Code::WrongResult,
+                    format!(
+                        "the replay gives {} ({}), the server logged {}",
+                        d.result, d.reason, end.result
+                    ),
+                )
+                .expected(d.result.clone())
+                .logged(end.result.clone());
+            } else if d.reason != end.reason {
+                cx.find(
+                    seq,
+                    Code::WrongEndReason,
+                    format!(
+                        "the game ended by {}, the server logged {}",
+                        d.reason, end.reason
+                    ),
+                )
+                .expected(d.reason.to_string())
+                .logged(end.reason.to_string());
+            }
+        }
+        None if !cx.desynced => {
+            cx.find(
+                seq,
+                Code::WrongResult,
+                "the server ended a game that the replay finds undecided",
+            )
+            .expected("game continues")
+            .logged(format!("{} ({})", end.result, end.reason));
+        }
+        None => {}
+    }
+    // Conservation of the pot.
+    let paid: i64 = end.payouts.iter().map(|(_, v)| *v).sum();
+    if paid + end.rake != pot {
+        cx.find(
+            seq,
+            Code::PotNotConserved,
+            format!(
+                "payouts {paid} + rake {} differ from the pot {pot}",
+                end.rake
+            ),
+        )
+        .expected(pot.to_string())
+        .logged((paid + end.rake).to_string());
+    }
+    // Who gets what: against the replayed result when there is one, else the logged one.
+    let result = cx
+        .decision
+        .as_ref()
+        .map(|d| d.result.clone())
+        .unwrap_or_else(|| end.result.clone());
+    let draw = result == "draw";
+    let winner_account: Option<String> = match cx.start.kind {
+        Kind::Draughts10 | Kind::Draughts8 => cx
+            .start
+            .players
+            .iter()
+            .find(|p| p.seat.as_str() == result)
+            .map(|p| p.account.clone()),
+        Kind::Ludo | Kind::Belote => (!draw).then(|| result.clone()),
+    };
+    let mut expected: Vec<(String, i64)> = Vec::new();
+    for p in &cx.start.players {
+        let v = if draw {
+            cx.start.stake
+        } else if Some(&p.account) == winner_account.as_ref() {
+            pot - end.rake
+        } else {
+            0
+        };
+        expected.push((p.account.clone(), v));
+    }
+    let logged: BTreeMap<&str, i64> = end.payouts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let expected_map: BTreeMap<&str, i64> =
+        expected.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let rake_ok = !draw || end.rake == 0;
+    if logged != expected_map || !rake_ok {
+        let fmt = |m: &BTreeMap<&str, i64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        cx.find(
+            seq,
+            Code::WrongPayout,
+            if draw {
+                "on a draw each player gets the stake back and the rake is 0".to_string()
+            } else {
+                format!(
+                    "the winner ({}) gets the pot less the rake, the others nothing",
+                    winner_account.clone().unwrap_or_default()
+                )
+            },
+        )
+        .expected(format!(
+            "{}; rake {}",
+            fmt(&expected_map),
+            if draw { 0 } else { end.rake }
+        ))
+        .logged(format!("{}; rake {}", fmt(&logged), end.rake));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    game: &str,
+    lines: &[Logged],
+    ended: Option<&Logged>,
+    revealed: Option<&Logged>,
+    verdict: fairness::Verdict,
+    cx: Cx<'_>,
+    date: String,
+    horizon_ms: i64,
+) -> GameReplay {
+    let start = cx.start;
+    let first_ts = lines[0].ts();
+    let last_ts = lines.last().map(Logged::ts).unwrap_or(first_ts);
+    let end = ended.and_then(|l| match &l.event.body {
+        Body::GameEnded(e) => Some((l.ts(), e)),
+        _ => None,
+    });
+    let seed = revealed.and_then(|l| match &l.event.body {
+        Body::SeedRevealed(s) => Some(s.seed.clone()),
+        _ => None,
+    });
+    let count =
+        |c: super::finding::Category| cx.findings.iter().filter(|f| f.category == c).count() as i64;
+    let pot = start.stake * start.players.len() as i64;
+    let total = |f: fn(&PlayerStats) -> i64| cx.stats.values().map(f).sum::<i64>();
+    let ended_at = end.map(|(ts, _)| ts);
+    let duration_ms = ended_at.unwrap_or(last_ts) - first_ts;
+    let variant = match &start.variant {
+        Some(crate::log::Variant::Ludo(v)) => Some(v.name.clone()),
+        Some(crate::log::Variant::Belote { target }) => Some(format!("target={target}")),
+        None => None,
+    };
+    let game_row = GameRow {
+        game: game.to_string(),
+        kind: start.kind.as_str().to_string(),
+        mode: start.mode.as_str().to_string(),
+        variant,
+        rated: start.rated,
+        stake: start.stake,
+        currency: start.currency.clone(),
+        players: cx.accounts(),
+        n_players: start.players.len() as i64,
+        pot,
+        started_at: Ts(first_ts),
+        ended_at: ended_at.map(Ts),
+        last_ts: Ts(last_ts),
+        duration_ms,
+        events: lines.len() as i64,
+        moves: total(|s| s.moves),
+        rejected: total(|s| s.rejected),
+        timeouts: total(|s| s.timeouts),
+        departures: cx.stats.values().filter(|s| s.left).count() as i64,
+        finished: end.is_some(),
+        // Over for good: ended with its seed revealed (where one is due), or silent past the horizon.
+        closed: (end.is_some() && (revealed.is_some() || !start.kind.uses_seed(start.mode)))
+            || horizon_ms - last_ts > NEVER_ENDED_AFTER_MS,
+        result_logged: end.map(|(_, e)| e.result.clone()),
+        reason_logged: end.map(|(_, e)| e.reason.to_string()),
+        result_replayed: cx.decision.as_ref().map(|d| d.result.clone()),
+        reason_replayed: cx.decision.as_ref().map(|d| d.reason.to_string()),
+        winner: cx.decision.as_ref().and_then(|d| d.winner.clone()),
+        rake: end.map(|(_, e)| e.rake),
+        payouts: end.map(|(_, e)| {
+            let m: serde_json::Map<String, serde_json::Value> = e
+                .payouts
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(*v)))
+                .collect();
+            serde_json::Value::Object(m).to_string()
+        }),
+        commitment: start.commitment.clone(),
+        seed,
+        reveal_seq: revealed.map(Logged::seq),
+        fairness: verdict.as_str().to_string(),
+        fairness_findings: count(super::finding::Category::Fairness),
+        integrity_findings: count(super::finding::Category::Integrity),
+        attempt_findings: count(super::finding::Category::Attempt),
+        desynced: cx.desynced,
+    };
+    let two = start.players.len() == 2;
+    let players = start
+        .players
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let st = cx.stats.get(&p.account).cloned().unwrap_or_default();
+            let payout = end.and_then(|(_, e)| {
+                e.payouts
+                    .iter()
+                    .find(|(k, _)| *k == p.account)
+                    .map(|(_, v)| *v)
+            });
+            let result = cx
+                .decision
+                .as_ref()
+                .map(|d| d.result.as_str())
+                .or(end.map(|(_, e)| e.result.as_str()));
+            let outcome = result.map(|r| {
+                if r == "draw" {
+                    "draw"
+                } else if r == p.account || r == p.seat.as_str() {
+                    "win"
+                } else {
+                    "loss"
+                }
+            });
+            let end_reason = if st.left {
+                Some("left".to_string())
+            } else {
+                end.map(|(_, e)| e.reason.to_string())
+            };
+            PlayerRow {
+                game: game.to_string(),
+                account: p.account.clone(),
+                seat: p.seat.as_str().to_string(),
+                position: i as i64,
+                ip: p.ip.clone(),
+                device: p.device.clone(),
+                kind: start.kind.as_str().to_string(),
+                mode: start.mode.as_str().to_string(),
+                rated: start.rated,
+                started_at: Ts(first_ts),
+                duration_ms,
+                outcome: outcome.map(str::to_string),
+                stake: start.stake,
+                payout,
+                net: payout.map(|v| v - start.stake),
+                opponent: two.then(|| start.players[1 - i].account.clone()),
+                moves: st.moves,
+                rejected: st.rejected,
+                timeouts: st.timeouts,
+                left: st.left,
+                end_reason,
+            }
+        })
+        .collect();
+    let mut findings = cx.findings;
+    findings.sort_by_key(|f| (f.seq, f.code));
+    GameReplay {
+        game: Some(game_row),
+        players,
+        moves: cx.moves,
+        departures: cx.departures,
+        findings,
+        date,
+    }
+}

@@ -1,0 +1,755 @@
+//! Replay over the lake: read the events of new or changed games in (game, seq) order, replay them in parallel, write the derived tables in one commit.
+//!
+//! Incremental and idempotent. The stage checkpoint (`replay` in the commit
+//! log) is the lake version whose events were replayed. A run replays the
+//! games with events in files added since, plus open games that fell silent
+//! past the horizon (they become `never_ended`), plus games whose seed or
+//! commitment another touched game reuses. Derived rows of games still open
+//! live in small "open" files that every run rewrites; rows of closed games
+//! go to files that are only rewritten in the rare case a closed game gets
+//! new events. The new files, the removals and the checkpoint are one commit.
+
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StringArray};
+use arrow::datatypes::Int64Type;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::file::statistics::Statistics;
+use serde::Serialize;
+
+use super::finding::{Category, Code, Finding};
+use super::game::{Context, GameReplay, Logged, NEVER_ENDED_AFTER_MS, replay_game};
+use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
+use crate::lake::parquet::{batch_meta, read_file, sort_batch, write_file};
+use crate::lake::tables::TableDef;
+use crate::lake::{FileEntry, Lake, LakeError, State, Txn};
+
+/// The stage name in the commit log.
+pub const STAGE: &str = "replay";
+
+/// Errors of the replay stage.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("a replay worker failed")]
+    Worker,
+}
+
+/// Options of a replay run.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub threads: usize,
+    pub progress: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            progress: true,
+        }
+    }
+}
+
+/// What a replay run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReplayReport {
+    pub version: Option<u64>,
+    pub games: u64,
+    pub events: u64,
+    pub open_games: u64,
+    pub findings: u64,
+    pub attempt_findings: u64,
+    pub integrity_findings: u64,
+    pub fairness_findings: u64,
+    pub elapsed_ms: u64,
+    /// Time spent in the engines (parsing lines and replaying), summed over workers.
+    pub engine_ms: u64,
+}
+
+impl ReplayReport {
+    pub fn summary_line(&self) -> String {
+        let secs = (self.elapsed_ms as f64 / 1000.0).max(1e-3);
+        format!(
+            "replay: {} games ({} still open), {} events; findings: {} attempt, {} integrity, {} fairness; {}; {:.1} s, {:.0} events/s, engines {:.0} % of worker time",
+            self.games,
+            self.open_games,
+            self.events,
+            self.attempt_findings,
+            self.integrity_findings,
+            self.fairness_findings,
+            match self.version {
+                Some(v) => format!("committed lake version {v}"),
+                None => "nothing to replay".into(),
+            },
+            secs,
+            self.events as f64 / secs,
+            if self.elapsed_ms > 0 {
+                100.0 * self.engine_ms as f64 / (self.elapsed_ms as f64 * 2.0)
+            } else {
+                0.0
+            }
+        )
+    }
+}
+
+/// The derived tables, in a fixed order.
+fn derived_tables() -> Vec<TableDef> {
+    vec![
+        FindingRow::def(),
+        GameRow::def(),
+        PlayerRow::def(),
+        MoveRow::def(),
+        DepartureRow::def(),
+    ]
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
+    move |source| ReplayError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Replays what is new in the lake and commits the derived tables.
+pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    let started = Instant::now();
+    let mut writer = lake.writer()?;
+    let state = lake.state()?;
+    let root = lake.root().to_path_buf();
+    let since = state
+        .stages
+        .get(STAGE)
+        .and_then(|v| v["version"].as_u64())
+        .unwrap_or(0);
+    let events: Vec<&FileEntry> = state.table_files("events").collect();
+    let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
+    let new_files: Vec<&FileEntry> = events.iter().copied().filter(|f| f.added > since).collect();
+    let old_games = read_game_index(&root, &state)?;
+    // Open games that fell silent past the horizon must be closed (never_ended).
+    let stale: BTreeSet<String> = old_games
+        .values()
+        .filter(|g| !g.closed && horizon - g.last_ts > NEVER_ENDED_AFTER_MS)
+        .map(|g| g.game.clone())
+        .collect();
+    if new_files.is_empty() && stale.is_empty() {
+        return Ok(ReplayReport {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..ReplayReport::default()
+        });
+    }
+    // Which games to replay.
+    let full = since == 0 && old_games.is_empty();
+    let mut touched: BTreeSet<String> = stale;
+    let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+    for f in &new_files {
+        let path = root.join(&f.path);
+        let path = if path.exists() {
+            path
+        } else {
+            crate::lake::pending_path(&path)
+        };
+        for b in read_file(&path, Some(&["game", "commitment", "seed"]))? {
+            let g = b.column(0).as_string::<i32>();
+            let c = b.column(1).as_string::<i32>();
+            let s = b.column(2).as_string::<i32>();
+            for i in 0..b.num_rows() {
+                touched.insert(g.value(i).to_string());
+                if !c.is_null(i) || !s.is_null(i) {
+                    new_seeds.push((
+                        g.value(i).to_string(),
+                        (!c.is_null(i)).then(|| c.value(i).to_string()),
+                        (!s.is_null(i)).then(|| s.value(i).to_string()),
+                    ));
+                }
+            }
+        }
+    }
+    // Games reusing a seed or commitment of a touched game are replayed with it.
+    for (g, c, s) in &new_seeds {
+        for other in old_games.values() {
+            if &other.game != g
+                && ((c.is_some() && other.commitment == *c) || (s.is_some() && other.seed == *s))
+            {
+                touched.insert(other.game.clone());
+            }
+        }
+    }
+    let filter = if full { None } else { Some(&touched) };
+    let ctx = Context {
+        horizon_ms: horizon,
+    };
+    let files: Vec<(PathBuf, bool)> = events
+        .iter()
+        .map(|f| {
+            let p = root.join(&f.path);
+            let p = if p.exists() {
+                p
+            } else {
+                crate::lake::pending_path(&p)
+            };
+            (p, f.added > since)
+        })
+        .collect();
+    let total_rows: u64 = events.iter().map(|f| f.rows).sum();
+    let bar = progress(opts.progress, total_rows);
+    let (replays, events_read, engine_ms) =
+        replay_files(&files, filter, &ctx, opts.threads.max(1), &bar)?;
+    bar.finish_and_clear();
+    let mut replays = replays;
+    seed_reuse(&mut replays, &old_games, &touched);
+    // Games that were closed before and changed: their rows sit in closed files to rewrite.
+    let closed_before: BTreeSet<String> = replays
+        .iter()
+        .filter_map(|r| r.game.as_ref())
+        .filter(|g| old_games.get(&g.game).is_some_and(|o| o.closed))
+        .map(|g| g.game.clone())
+        .collect();
+    let replayed: BTreeSet<String> = replays
+        .iter()
+        .filter_map(|r| r.game.as_ref().map(|g| g.game.clone()))
+        .collect();
+    let mut report = ReplayReport {
+        games: replays.len() as u64,
+        events: events_read,
+        engine_ms,
+        ..ReplayReport::default()
+    };
+    for r in &replays {
+        for f in &r.findings {
+            report.findings += 1;
+            match f.category {
+                Category::Attempt => report.attempt_findings += 1,
+                Category::Integrity => report.integrity_findings += 1,
+                Category::Fairness => report.fairness_findings += 1,
+            }
+        }
+        if r.game.as_ref().is_some_and(|g| !g.closed) {
+            report.open_games += 1;
+        }
+    }
+    let mut txn = writer.begin("replay")?;
+    write_outputs(&mut txn, &root, &state, replays, &replayed, &closed_before)?;
+    txn.set_stage(
+        STAGE,
+        serde_json::json!({ "version": state.version, "horizon_ms": horizon }),
+    );
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    let summary = serde_json::to_value(&report).unwrap_or_default();
+    report.version = Some(txn.commit(summary)?);
+    Ok(report)
+}
+
+fn progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
+    if !enabled {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} replay [{bar:40}] {pos}/{len} events {per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// What the `games` table says of a game already replayed.
+#[derive(Debug, Clone)]
+pub struct IndexedGame {
+    pub game: String,
+    pub closed: bool,
+    pub last_ts: i64,
+    pub commitment: Option<String>,
+    pub seed: Option<String>,
+    pub reveal_seq: Option<i64>,
+    pub players: Vec<String>,
+}
+
+/// Reads the `games` table's index columns.
+pub fn read_game_index(
+    root: &Path,
+    state: &State,
+) -> Result<BTreeMap<String, IndexedGame>, ReplayError> {
+    let mut out = BTreeMap::new();
+    for f in state.table_files("games") {
+        let path = root.join(&f.path);
+        let path = if path.exists() {
+            path
+        } else {
+            crate::lake::pending_path(&path)
+        };
+        for b in read_file(
+            &path,
+            Some(&[
+                "game",
+                "closed",
+                "last_ts",
+                "commitment",
+                "seed",
+                "reveal_seq",
+                "players",
+            ]),
+        )? {
+            let s = b.schema();
+            let col = |n: &str| s.index_of(n).map(|i| b.column(i).clone());
+            let game = col("game")?;
+            let game = game.as_string::<i32>();
+            let closed = col("closed")?;
+            let closed = closed.as_boolean();
+            let last = col("last_ts")?;
+            let last = last.as_primitive::<arrow::datatypes::TimestampMillisecondType>();
+            let com = col("commitment")?;
+            let com = com.as_string::<i32>();
+            let seed = col("seed")?;
+            let seed = seed.as_string::<i32>();
+            let rs = col("reveal_seq")?;
+            let rs = rs.as_primitive::<Int64Type>();
+            let players = col("players")?;
+            let players = players.as_list::<i32>();
+            for i in 0..b.num_rows() {
+                let opt = |a: &StringArray| (!a.is_null(i)).then(|| a.value(i).to_string());
+                let list = players.value(i);
+                let list = list.as_string::<i32>();
+                out.insert(
+                    game.value(i).to_string(),
+                    IndexedGame {
+                        game: game.value(i).to_string(),
+                        closed: closed.value(i),
+                        last_ts: last.value(i),
+                        commitment: opt(com),
+                        seed: opt(seed),
+                        reveal_seq: (!rs.is_null(i)).then(|| rs.value(i)),
+                        players: (0..list.len()).map(|k| list.value(k).to_string()).collect(),
+                    },
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One events file read in (game, seq) order, restricted to the wanted games.
+struct Cursor {
+    reader: ParquetRecordBatchReader,
+    batch: Option<RecordBatch>,
+    row: usize,
+}
+
+impl Cursor {
+    fn open(path: &Path, filter: Option<&BTreeSet<String>>) -> Result<Option<Cursor>, ReplayError> {
+        let file = File::open(path).map_err(io(path))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+        let schema = builder.parquet_schema();
+        let game_idx = (0..schema.num_columns()).find(|&i| schema.column(i).name() == "game");
+        let mask = ProjectionMask::columns(schema, ["game", "seq", "raw"]);
+        let mut groups = Vec::new();
+        for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
+            let keep = match (filter, game_idx.and_then(|c| rg.column(c).statistics())) {
+                (Some(wanted), Some(Statistics::ByteArray(st))) => {
+                    match (st.min_opt(), st.max_opt()) {
+                        (Some(min), Some(max)) => {
+                            let min = String::from_utf8_lossy(min.data()).into_owned();
+                            let max = String::from_utf8_lossy(max.data()).into_owned();
+                            wanted.range(min..).next().is_some_and(|g| *g <= max)
+                        }
+                        _ => true,
+                    }
+                }
+                _ => true,
+            };
+            if keep {
+                groups.push(i);
+            }
+        }
+        if groups.is_empty() {
+            return Ok(None);
+        }
+        let reader = builder
+            .with_projection(mask)
+            .with_row_groups(groups)
+            .with_batch_size(8192)
+            .build()?;
+        let mut c = Cursor {
+            reader,
+            batch: None,
+            row: 0,
+        };
+        c.refill()?;
+        Ok(c.batch.is_some().then_some(c))
+    }
+
+    fn refill(&mut self) -> Result<(), ReplayError> {
+        self.row = 0;
+        self.batch = self.reader.next().transpose()?;
+        Ok(())
+    }
+
+    fn game(&self) -> Option<&str> {
+        let b = self.batch.as_ref()?;
+        Some(b.column(0).as_string::<i32>().value(self.row))
+    }
+
+    /// Takes every row of `game` at the cursor (they are contiguous).
+    fn take(&mut self, game: &str, out: &mut Vec<String>) -> Result<(), ReplayError> {
+        while let Some(b) = self.batch.as_ref() {
+            let g = b.column(0).as_string::<i32>();
+            let raw = b.column(2).as_string::<i32>();
+            while self.row < b.num_rows() && g.value(self.row) == game {
+                out.push(raw.value(self.row).to_string());
+                self.row += 1;
+            }
+            if self.row < b.num_rows() {
+                return Ok(());
+            }
+            self.refill()?;
+        }
+        Ok(())
+    }
+
+    fn skip_game(&mut self) -> Result<(), ReplayError> {
+        let Some(game) = self.game().map(str::to_string) else {
+            return Ok(());
+        };
+        let mut sink = Vec::new();
+        self.take(&game, &mut sink)
+    }
+}
+
+/// Reads the events files merged by game and replays the wanted games on `threads` workers.
+fn replay_files(
+    files: &[(PathBuf, bool)],
+    filter: Option<&BTreeSet<String>>,
+    ctx: &Context,
+    threads: usize,
+    bar: &indicatif::ProgressBar,
+) -> Result<(Vec<GameReplay>, u64, u64), ReplayError> {
+    let mut cursors = Vec::new();
+    for (path, _) in files {
+        if let Some(c) = Cursor::open(path, filter)? {
+            cursors.push(c);
+        }
+    }
+    let (job_tx, job_rx) = mpsc::sync_channel::<(String, Vec<String>)>(threads * 4);
+    let job_rx = std::sync::Mutex::new(job_rx);
+    std::thread::scope(|scope| {
+        let (res_tx, res_rx) = mpsc::channel::<(GameReplay, u64)>();
+        let mut handles = Vec::new();
+        for _ in 0..threads {
+            let job_rx = &job_rx;
+            let res_tx = res_tx.clone();
+            handles.push(scope.spawn(move || {
+                loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((game, raws)) = job else { return };
+                    let t0 = Instant::now();
+                    let lines: Vec<Logged> = raws
+                        .into_iter()
+                        .filter_map(|r| Logged::parse(r).ok())
+                        .collect();
+                    let r = replay_game(&game, lines, ctx);
+                    if res_tx.send((r, t0.elapsed().as_micros() as u64)).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        drop(res_tx);
+        let collector = scope.spawn(move || {
+            let mut out = Vec::new();
+            let mut engine_us = 0;
+            for (r, us) in res_rx {
+                engine_us += us;
+                out.push(r);
+            }
+            (out, engine_us)
+        });
+        let mut events = 0u64;
+        let mut heap: BinaryHeap<std::cmp::Reverse<(String, usize)>> = BinaryHeap::new();
+        for (i, c) in cursors.iter().enumerate() {
+            if let Some(g) = c.game() {
+                heap.push(std::cmp::Reverse((g.to_string(), i)));
+            }
+        }
+        let mut result = Ok(());
+        while let Some(std::cmp::Reverse((game, i))) = heap.pop() {
+            // Every cursor positioned on this game contributes its rows.
+            let mut sources = vec![i];
+            while let Some(std::cmp::Reverse((g, _))) = heap.peek() {
+                if *g != game {
+                    break;
+                }
+                if let Some(std::cmp::Reverse((_, j))) = heap.pop() {
+                    sources.push(j);
+                }
+            }
+            let wanted = filter.is_none_or(|f| f.contains(&game));
+            let mut raws = Vec::new();
+            for &j in &sources {
+                let step = if wanted {
+                    cursors[j].take(&game, &mut raws)
+                } else {
+                    cursors[j].skip_game()
+                };
+                if let Err(e) = step {
+                    result = Err(e);
+                    break;
+                }
+                if let Some(g) = cursors[j].game() {
+                    heap.push(std::cmp::Reverse((g.to_string(), j)));
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+            if wanted {
+                events += raws.len() as u64;
+                bar.inc(raws.len() as u64);
+                if job_tx.send((game, raws)).is_err() {
+                    result = Err(ReplayError::Worker);
+                    break;
+                }
+            }
+        }
+        drop(job_tx);
+        for h in handles {
+            if h.join().is_err() {
+                result = Err(ReplayError::Worker);
+            }
+        }
+        let (mut out, engine_us) = collector.join().map_err(|_| ReplayError::Worker)?;
+        result?;
+        out.sort_by(|a, b| {
+            a.game
+                .as_ref()
+                .map(|g| &g.game)
+                .cmp(&b.game.as_ref().map(|g| &g.game))
+        });
+        Ok((out, events, engine_us / 1000))
+    })
+}
+
+/// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
+fn seed_reuse(
+    replays: &mut [GameReplay],
+    old: &BTreeMap<String, IndexedGame>,
+    touched: &BTreeSet<String>,
+) {
+    // Everything known after this run: old games not replayed now, and the replays.
+    let mut known: Vec<(String, Option<String>, Option<String>)> = old
+        .values()
+        .filter(|g| !touched.contains(&g.game))
+        .map(|g| (g.game.clone(), g.commitment.clone(), g.seed.clone()))
+        .collect();
+    for r in replays.iter() {
+        if let Some(g) = &r.game {
+            known.push((g.game.clone(), g.commitment.clone(), g.seed.clone()));
+        }
+    }
+    let mut by_commitment: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut by_seed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (g, c, s) in &known {
+        if let Some(c) = c {
+            by_commitment.entry(c).or_default().push(g);
+        }
+        if let Some(s) = s {
+            by_seed.entry(s).or_default().push(g);
+        }
+    }
+    let mut found: Vec<(usize, Finding)> = Vec::new();
+    for (idx, r) in replays.iter().enumerate() {
+        let Some(g) = &r.game else { continue };
+        let mut partners: BTreeSet<&str> = BTreeSet::new();
+        if let Some(c) = &g.commitment {
+            partners.extend(by_commitment.get(c.as_str()).into_iter().flatten().copied());
+        }
+        if let Some(s) = &g.seed {
+            partners.extend(by_seed.get(s.as_str()).into_iter().flatten().copied());
+        }
+        partners.remove(g.game.as_str());
+        for other in partners {
+            let seq = g.reveal_seq.unwrap_or(0);
+            let mut f = Finding::new(
+                &g.game,
+                seq,
+                Code::SeedReused,
+                format!("the seed or commitment of this game was also used by game {other}"),
+            );
+            f.expected("a fresh seed per game")
+                .logged(format!("shared with {other}"));
+            found.push((idx, f));
+        }
+    }
+    for (idx, f) in found {
+        let r = &mut replays[idx];
+        r.findings.push(f);
+        r.findings.sort_by_key(|f| (f.seq, f.code));
+        if let Some(g) = r.game.as_mut() {
+            g.fairness_findings += 1;
+            g.fairness = "fail".into();
+        }
+    }
+}
+
+/// Rows of one derived table gathered for writing, by (partition, open).
+type Buckets = BTreeMap<(String, bool), Vec<RecordBatch>>;
+
+/// Writes the replays, carrying over rows of old open files and rewriting closed files that held changed games.
+fn write_outputs(
+    txn: &mut Txn<'_, '_>,
+    root: &Path,
+    state: &State,
+    replays: Vec<GameReplay>,
+    replayed: &BTreeSet<String>,
+    closed_before: &BTreeSet<String>,
+) -> Result<(), ReplayError> {
+    let tables = derived_tables();
+    let mut buckets: BTreeMap<&'static str, Buckets> = BTreeMap::new();
+    // New rows, as batches per (partition, open).
+    let mut by_key: BTreeMap<(String, bool), Vec<GameReplay>> = BTreeMap::new();
+    for r in replays {
+        let open = r.game.as_ref().is_none_or(|g| !g.closed);
+        by_key
+            .entry((format!("date={}", r.date), open))
+            .or_default()
+            .push(r);
+    }
+    for (key, group) in by_key {
+        let mut findings = Vec::new();
+        let mut games = Vec::new();
+        let mut players = Vec::new();
+        let mut moves = Vec::new();
+        let mut departures = Vec::new();
+        for r in group {
+            findings.extend(finding_rows_with_ts(&r));
+            if let Some(g) = r.game {
+                games.push(g);
+            }
+            players.extend(r.players);
+            moves.extend(r.moves);
+            departures.extend(r.departures);
+        }
+        let push =
+            |b: &mut BTreeMap<&'static str, Buckets>, name: &'static str, batch: RecordBatch| {
+                if batch.num_rows() > 0 {
+                    b.entry(name)
+                        .or_default()
+                        .entry(key.clone())
+                        .or_default()
+                        .push(batch);
+                }
+            };
+        push(&mut buckets, "findings", FindingRow::to_batch(&findings)?);
+        push(&mut buckets, "games", GameRow::to_batch(&games)?);
+        push(&mut buckets, "game_players", PlayerRow::to_batch(&players)?);
+        push(&mut buckets, "moves", MoveRow::to_batch(&moves)?);
+        push(
+            &mut buckets,
+            "departures",
+            DepartureRow::to_batch(&departures)?,
+        );
+    }
+    // Old files to rewrite: every open file, and closed files holding a changed closed game.
+    for table in &tables {
+        for f in state.table_files(table.name) {
+            let rewrite = f.open
+                || (!closed_before.is_empty()
+                    && match (&f.min_key, &f.max_key) {
+                        (Some(min), Some(max)) => closed_before
+                            .range(min.clone()..)
+                            .next()
+                            .is_some_and(|g| g <= max),
+                        _ => true,
+                    });
+            if !rewrite {
+                continue;
+            }
+            let path = root.join(&f.path);
+            let path = if path.exists() {
+                path
+            } else {
+                crate::lake::pending_path(&path)
+            };
+            let mut kept = Vec::new();
+            let mut dropped = false;
+            for b in read_file(&path, None)? {
+                let games = b
+                    .column(b.schema().index_of("game")?)
+                    .as_string::<i32>()
+                    .clone();
+                let keep: BooleanArray = (0..b.num_rows())
+                    .map(|i| Some(!replayed.contains(games.value(i))))
+                    .collect();
+                dropped |= keep.true_count() < b.num_rows();
+                let filtered = arrow::compute::filter_record_batch(&b, &keep)?;
+                if filtered.num_rows() > 0 {
+                    kept.push(filtered);
+                }
+            }
+            if !f.open && !dropped {
+                continue;
+            }
+            txn.remove_file(&f.path);
+            let key = (f.partition.clone().unwrap_or_default(), f.open);
+            for b in kept {
+                buckets
+                    .entry(table.name)
+                    .or_default()
+                    .entry(key.clone())
+                    .or_default()
+                    .push(b);
+            }
+        }
+    }
+    for table in &tables {
+        let Some(parts) = buckets.remove(table.name) else {
+            continue;
+        };
+        for ((partition, open), batches) in parts {
+            let schema = table.schema();
+            let merged = arrow::compute::concat_batches(&schema, &batches)?;
+            let sorted = sort_batch(&merged, table.sort_by)?;
+            let file = txn.new_file(table.name, Some(&partition))?;
+            let mut meta = batch_meta(table, &sorted);
+            meta.open = open;
+            meta.bytes = write_file(&file.pending, table, schema, &[sorted])?;
+            txn.add_file_meta(file, meta);
+        }
+    }
+    Ok(())
+}
+
+/// Finding rows of a replay, with the timestamp of the event each is about.
+fn finding_rows_with_ts(r: &GameReplay) -> Vec<FindingRow> {
+    let ts: BTreeMap<i64, i64> = r
+        .moves
+        .iter()
+        .map(|m| (m.seq, m.ts.0))
+        .chain(r.departures.iter().map(|d| (d.seq, d.ts.0)))
+        .collect();
+    let mut rows = r.finding_rows();
+    for row in &mut rows {
+        row.ts = ts.get(&row.seq).map(|&t| crate::lake::record::Ts(t));
+    }
+    rows
+}

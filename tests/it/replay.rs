@@ -1,0 +1,383 @@
+//! Replay: the independent sample is clean; crafted faults are found at their seq.
+
+use std::collections::BTreeMap;
+
+use vigie::replay::{Context, GameReplay, Logged, replay_game};
+
+use crate::common::*;
+
+/// Replays every game of a JSON Lines text.
+pub fn replay_text(text: &str) -> BTreeMap<String, GameReplay> {
+    let mut games: BTreeMap<String, Vec<Logged>> = BTreeMap::new();
+    let mut horizon = 0;
+    for line in text.lines() {
+        let l = Logged::parse(line.to_string()).expect("valid line");
+        horizon = horizon.max(l.ts());
+        games.entry(l.event.game.clone()).or_default().push(l);
+    }
+    let ctx = Context {
+        horizon_ms: horizon,
+    };
+    games
+        .into_iter()
+        .map(|(g, lines)| (g.clone(), replay_game(&g, lines, &ctx)))
+        .collect()
+}
+
+#[test]
+fn the_independent_sample_replays_without_any_finding() {
+    let text = std::fs::read_to_string(shared_sample()).unwrap();
+    let games = replay_text(&text);
+    assert_eq!(games.len(), 40);
+    let mut problems = Vec::new();
+    for (id, r) in &games {
+        for f in &r.findings {
+            problems.push(format!(
+                "{id} seq {} {}: {} (expected {:?}, logged {:?})",
+                f.seq,
+                f.code.as_str(),
+                f.message,
+                f.expected,
+                f.logged
+            ));
+        }
+        let g = r.game.as_ref().expect("game row");
+        assert!(g.finished, "{id} not finished");
+        assert_eq!(g.result_logged, g.result_replayed, "{id}");
+        assert!(!g.desynced, "{id} desynced");
+        if g.kind == "ludo" || g.kind == "belote" || g.mode == "medieval" {
+            assert_eq!(g.fairness, "pass", "{id}");
+        } else {
+            assert_eq!(g.fairness, "n/a", "{id}");
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} findings:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    // Every attempt has its row; every departure its row.
+    let moves: usize = games.values().map(|r| r.moves.len()).sum();
+    assert_eq!(moves, 2464 + 162 + 1344);
+    let departures: usize = games.values().map(|r| r.departures.len()).sum();
+    assert_eq!(departures, 3);
+    assert!(
+        games
+            .values()
+            .flat_map(|r| &r.moves)
+            .all(|m| m.legal && m.accepted)
+    );
+}
+
+/// The lines of one game of the sample, as JSON values.
+fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(shared_sample()).unwrap();
+    let mut games: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        games
+            .entry(v["game"].as_str().unwrap().to_string())
+            .or_default()
+            .push(v);
+    }
+    let mut lines = games
+        .into_iter()
+        .filter(|(g, _)| g.starts_with(prefix))
+        .nth(nth)
+        .unwrap()
+        .1;
+    lines.sort_by_key(|v| v["seq"].as_i64());
+    lines
+}
+
+/// Writes JSON values back as a game's lines, re-chaining `prev` over the new text (serde_json sorts keys).
+fn relink(lines: &[serde_json::Value]) -> String {
+    relink_broken(lines, None)
+}
+
+/// Like [`relink`], with a wrong `prev` written on line `broken`.
+fn relink_broken(lines: &[serde_json::Value], broken: Option<usize>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut out = Vec::new();
+    let mut prev: Option<String> = None;
+    for (k, v) in lines.iter().enumerate() {
+        let mut v = v.clone();
+        if let Some(obj) = v.as_object_mut() {
+            obj.remove("prev");
+            if let Some(p) = &prev {
+                let p = if Some(k) == broken {
+                    "ab".repeat(32)
+                } else {
+                    p.clone()
+                };
+                obj.insert("prev".into(), serde_json::Value::from(p));
+            }
+        }
+        let line = serde_json::to_string(&v).unwrap();
+        prev = Some(
+            Sha256::digest(line.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        );
+        out.push(line);
+    }
+    out.join("\n")
+}
+
+/// The (seq, code) pairs found in a game.
+fn found(text: &str) -> Vec<(i64, String)> {
+    let games = replay_text(text);
+    games
+        .values()
+        .flat_map(|r| {
+            r.findings
+                .iter()
+                .map(|f| (f.seq, f.code.as_str().to_string()))
+        })
+        .collect()
+}
+
+fn seq_of(lines: &[serde_json::Value], pred: impl Fn(&serde_json::Value) -> bool) -> usize {
+    lines.iter().position(pred).expect("event present")
+}
+
+#[test]
+fn a_wrong_die_is_found_at_its_roll() {
+    let mut lines = sample_game("lu-", 0);
+    let i = seq_of(&lines, |v| v["type"] == "roll" && v["n"] == 5);
+    let value = lines[i]["value"].as_i64().unwrap();
+    lines[i]["value"] = serde_json::Value::from(value % 6 + 1);
+    let f = found(&relink(&lines));
+    assert!(f.contains(&(i as i64, "wrong_die".into())), "{f:?}");
+}
+
+#[test]
+fn commitment_mismatch_missing_reveal_and_late_commitment() {
+    let mut lines = sample_game("be-", 0);
+    lines[0]["commitment"] = serde_json::Value::from("00".repeat(32));
+    let reveal = seq_of(&lines, |v| v["type"] == "seed_revealed");
+    let f = found(&relink(&lines));
+    assert_eq!(f, vec![(reveal as i64, "commitment_mismatch".into())]);
+
+    let mut lines = sample_game("lu-", 1);
+    lines.retain(|v| v["type"] != "seed_revealed");
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    assert_eq!(
+        found(&relink(&lines)),
+        vec![(end as i64, "seed_missing".into())]
+    );
+
+    let mut lines = sample_game("lu-", 2);
+    // game_started stamped later than the first roll (same second, 999 ms).
+    let mut ts = lines[1]["ts"].as_str().unwrap().to_string();
+    ts.replace_range(20..23, "999");
+    lines[0]["ts"] = serde_json::Value::from(ts);
+    assert_eq!(found(&relink(&lines)), vec![(0, "late_commitment".into())]);
+}
+
+#[test]
+fn a_wrong_duel_and_a_wrong_deal_are_found() {
+    let mut lines = sample_game("md-", 1);
+    let i = seq_of(&lines, |v| v.get("duels").is_some());
+    let won = lines[i]["duels"][0]["won"].as_bool().unwrap();
+    lines[i]["duels"][0]["won"] = serde_json::Value::from(!won);
+    let f = found(&relink(&lines));
+    assert!(f.contains(&(i as i64, "wrong_duel".into())), "{f:?}");
+
+    let mut lines = sample_game("be-", 1);
+    let i = seq_of(&lines, |v| v["type"] == "deal");
+    let hands = lines[i]["hands"].as_object().unwrap().clone();
+    let keys: Vec<String> = hands.keys().cloned().collect();
+    // Swap one card between the two hands, and the same in the completed hands.
+    let a = lines[i]["hands"][&keys[0]][0].clone();
+    let b = lines[i]["hands"][&keys[1]][0].clone();
+    lines[i]["hands"][&keys[0]][0] = b.clone();
+    lines[i]["hands"][&keys[1]][0] = a.clone();
+    let f = found(&relink(&lines));
+    assert!(f.contains(&(i as i64, "wrong_deal".into())), "{f:?}");
+}
+
+#[test]
+fn sequence_and_chain_faults() {
+    let lines = sample_game("d10-", 0);
+    // A gap: drop seq 5's number by renumbering everything after it.
+    let mut gap = lines.clone();
+    for v in gap.iter_mut().skip(5) {
+        let s = v["seq"].as_i64().unwrap();
+        v["seq"] = serde_json::Value::from(s + 1);
+    }
+    let f = found(&relink(&gap));
+    assert!(f.contains(&(6, "seq_gap".into())), "{f:?}");
+    assert!(!f.iter().any(|(_, c)| c == "chain_broken"), "{f:?}");
+    // A broken chain at seq 7: a wrong prev; the next lines hash the lines as written.
+    assert_eq!(
+        found(&relink_broken(&lines, Some(7))),
+        vec![(7, "chain_broken".into())]
+    );
+}
+
+#[test]
+fn accepted_illegal_rejected_legal_and_late_moves() {
+    let lines = sample_game("d8-", 0);
+    // Replace white's first move by a backwards... not possible at the start: use a move to an occupied square.
+    let mut acc = lines.clone();
+    let i = seq_of(&acc, |v| v["type"] == "move");
+    let legal = acc[i]["move"].as_str().unwrap().to_string();
+    acc[i]["move"] = serde_json::Value::from("21-18"); // not a legal opening move on 8x8 unless it is
+    let f = found(&relink(&acc));
+    if legal != "21-18" {
+        assert!(f.contains(&(i as i64, "accepted_illegal".into())), "{f:?}");
+    }
+    // A legal move rejected, then the same move accepted.
+    let mut rej = lines.clone();
+    let mut r = rej[i].clone();
+    r["status"] = serde_json::Value::from("rejected");
+    r["reason"] = serde_json::Value::from("illegal");
+    rej.insert(i, r);
+    for (k, v) in rej.iter_mut().enumerate() {
+        v["seq"] = serde_json::Value::from(k as i64);
+    }
+    let f = found(&relink(&rej));
+    assert_eq!(f, vec![(i as i64, "rejected_legal".into())]);
+    // Accepted after the clock limit (60 s on 8x8).
+    let mut late = lines.clone();
+    late[i]["think_ms"] = serde_json::Value::from(61_000);
+    assert_eq!(found(&relink(&late)), vec![(i as i64, "late_move".into())]);
+}
+
+#[test]
+fn wrong_result_and_wrong_payouts() {
+    let lines = sample_game("d10-", 1);
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    let mut wr = lines.clone();
+    let result = wr[end]["result"].as_str().unwrap().to_string();
+    let flipped = match result.as_str() {
+        "white" => "black",
+        "black" => "white",
+        _ => "white",
+    };
+    wr[end]["result"] = serde_json::Value::from(flipped);
+    let f = found(&relink(&wr));
+    assert!(f.contains(&(end as i64, "wrong_result".into())), "{f:?}");
+
+    let mut wp = lines.clone();
+    let payouts = wp[end]["payouts"].as_object().unwrap().clone();
+    let accounts: Vec<String> = payouts.keys().cloned().collect();
+    let a = payouts[&accounts[0]].clone();
+    wp[end]["payouts"][&accounts[0]] = payouts[&accounts[1]].clone();
+    wp[end]["payouts"][&accounts[1]] = a;
+    let f = found(&relink(&wp));
+    if payouts[&accounts[0]] != payouts[&accounts[1]] {
+        assert_eq!(f, vec![(end as i64, "wrong_payout".into())]);
+    }
+}
+
+mod lake {
+    use std::path::Path;
+
+    use vigie::ingest::{IngestOptions, ingest_paths};
+    use vigie::lake::Lake;
+    use vigie::replay::run::{ReplayOptions, run};
+
+    use crate::common::*;
+
+    fn quiet_ingest(lake: &Path, input: &Path) {
+        let l = Lake::open(lake).unwrap();
+        ingest_paths(
+            &l,
+            &[input.to_path_buf()],
+            &IngestOptions {
+                progress: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+
+    fn quiet_replay(lake: &Path) -> vigie::replay::run::ReplayReport {
+        let l = Lake::open(lake).unwrap();
+        run(
+            &l,
+            &ReplayOptions {
+                threads: 2,
+                progress: false,
+            },
+        )
+        .unwrap()
+    }
+
+    /// A table's rows as sorted debug strings (content comparison independent of files).
+    fn rows(lake: &Path, table: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in read_table(lake, table) {
+            for i in 0..b.num_rows() {
+                let row: Vec<String> = b
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        arrow::util::display::ArrayFormatter::try_new(
+                            c.as_ref(),
+                            &Default::default(),
+                        )
+                        .map(|f| f.value(i).to_string())
+                        .unwrap_or_default()
+                    })
+                    .collect();
+                out.push(row.join("|"));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn replay_writes_the_derived_tables_and_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = dir.path().join("lake");
+        quiet_ingest(&lake, &shared_sample());
+        let r = quiet_replay(&lake);
+        assert_eq!((r.games, r.events, r.findings), (40, 5010, 0));
+        assert_eq!(rows(&lake, "games").len(), 40);
+        assert_eq!(rows(&lake, "game_players").len(), (40 * 2));
+        assert_eq!(rows(&lake, "moves").len(), 3970);
+        assert!(rows(&lake, "findings").is_empty());
+        let again = quiet_replay(&lake);
+        assert_eq!((again.games, again.version), (0, None));
+    }
+
+    #[test]
+    fn incremental_replay_equals_one_replay_of_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(shared_sample()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The log arrives in three parts; games are cut mid-way.
+        let parts = [&lines[..1500], &lines[1500..3100], &lines[3100..]];
+        let staged = dir.path().join("staged");
+        let growing = dir.path().join("server.jsonl");
+        let mut content = String::new();
+        for part in parts {
+            for l in part {
+                content.push_str(l);
+                content.push('\n');
+            }
+            std::fs::write(&growing, &content).unwrap();
+            quiet_ingest(&staged, &growing);
+            quiet_replay(&staged);
+        }
+        let whole = dir.path().join("whole");
+        quiet_ingest(&whole, &shared_sample());
+        quiet_replay(&whole);
+        for table in ["games", "game_players", "moves", "departures", "findings"] {
+            assert_eq!(
+                rows(&staged, table),
+                rows(&whole, table),
+                "table {table} differs"
+            );
+        }
+        // Only open games' files are rewritten: no open file is left once every game closed.
+        let state = Lake::open(&staged).unwrap().state().unwrap();
+        assert!(state.files.values().all(|f| !f.open));
+    }
+}
