@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod cli;
+
 use vigie::ingest::{self, IngestOptions};
 use vigie::lake::Lake;
 use vigie::replay::{self, run::ReplayOptions};
@@ -46,6 +48,28 @@ enum Command {
         /// Files or directories to ingest.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+    },
+    /// Draughts: legal moves and perft of a position.
+    #[command(subcommand)]
+    Draughts(cli::engines::Draughts),
+    /// Recomputes commitments, dice, shuffles and duels from a seed, by hand.
+    #[command(subcommand)]
+    Fairness(cli::engines::Fairness),
+    /// Verifies the randomness of every Ludo, Belote and Medieval game of a log file, or one game of the lake.
+    ///
+    /// Exit code 0 when every check passes, 1 when one fails, 2 on unusable input.
+    Verify {
+        /// A log file (.jsonl, .jsonl.gz, .jsonl.zst); omit with --lake.
+        file: Option<PathBuf>,
+        /// Only this game (or match) id; with --lake, the full verdict of this game.
+        #[arg(long)]
+        game: Option<String>,
+        /// Read the game from this lake instead of a file (needs --game).
+        #[arg(long)]
+        lake: Option<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// Replays new or changed games of the lake through the rules engines into findings, games, moves and departures.
     Replay {
@@ -146,6 +170,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Draughts(cmd) => {
+            cli::engines::draughts(cmd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Fairness(cmd) => {
+            cli::engines::fairness(cmd)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify {
+            file,
+            game,
+            lake,
+            json,
+        } => verify(file, game, lake, json),
         Command::Replay {
             lake,
             threads,
@@ -167,4 +205,63 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `vigie verify`: exit 0 all pass, 1 a check failed, 2 unusable input.
+fn verify(
+    file: Option<PathBuf>,
+    game: Option<String>,
+    lake: Option<PathBuf>,
+    json: bool,
+) -> Result<ExitCode> {
+    use vigie::replay::verify::{verify_file, verify_in_lake};
+    let verdicts = match (&file, &lake, &game) {
+        (Some(path), None, _) => match verify_file(path, game.as_deref()) {
+            Ok(v) => {
+                for s in &v.skipped_lines {
+                    eprintln!("skipped {s}");
+                }
+                v.verdicts
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        (None, Some(dir), Some(id)) => {
+            let lake =
+                Lake::open(dir).with_context(|| format!("opening lake {}", dir.display()))?;
+            match verify_in_lake(&lake, id) {
+                Ok(v) => vec![v],
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+        _ => {
+            eprintln!("error: give a log FILE, or --lake DIR with --game ID");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let failed = verdicts.iter().any(|v| v.failed());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&verdicts)?);
+    } else {
+        for v in &verdicts {
+            print!("{}", v.to_text());
+        }
+        let bad = verdicts.iter().filter(|v| v.failed()).count();
+        println!(
+            "verify: {} games, {} pass, {} fail",
+            verdicts.len(),
+            verdicts.len() - bad,
+            bad
+        );
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

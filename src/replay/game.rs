@@ -54,6 +54,17 @@ pub struct GameReplay {
     pub findings: Vec<Finding>,
     /// UTC date (`YYYY-MM-DD`) the game started: the partition of all its rows.
     pub date: String,
+    /// Random draws checked (or to check once the seed is revealed).
+    pub draws: DrawCounts,
+}
+
+/// How many random outcomes of each kind a game logged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DrawCounts {
+    pub dice: u64,
+    pub deals: u64,
+    pub duels: u64,
+    pub selections: u64,
 }
 
 impl GameReplay {
@@ -683,9 +694,20 @@ fn build(
             }
         })
         .collect();
+    let mut draws = DrawCounts::default();
+    for d in &cx.draws {
+        match d {
+            Draw::Die { .. } => draws.dice += 1,
+            Draw::Deal { .. } => draws.deals += 1,
+            Draw::Duel { .. } => draws.duels += 1,
+            Draw::Selection { auto, .. } if !auto.is_empty() => draws.selections += 1,
+            _ => {}
+        }
+    }
     let mut findings = cx.findings;
     findings.sort_by_key(|f| (f.seq, f.code));
     GameReplay {
+        draws,
         game: Some(game_row),
         players,
         moves: cx.moves,

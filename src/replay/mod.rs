@@ -15,6 +15,7 @@ pub mod game;
 pub mod ludo;
 pub mod rows;
 pub mod run;
+pub mod verify;
 
 pub use finding::{Category, Code, Finding, Severity};
 pub use game::{Context, GameReplay, Logged, replay_game};

@@ -434,7 +434,7 @@ impl Cursor {
 }
 
 /// Reads the events files merged by game and replays the wanted games on `threads` workers.
-fn replay_files(
+pub(crate) fn replay_files(
     files: &[(PathBuf, bool)],
     filter: Option<&BTreeSet<String>>,
     ctx: &Context,
@@ -550,7 +550,7 @@ fn replay_files(
 }
 
 /// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
-fn seed_reuse(
+pub fn seed_reuse(
     replays: &mut [GameReplay],
     old: &BTreeMap<String, IndexedGame>,
     touched: &BTreeSet<String>,

@@ -1,5 +1,6 @@
 //! Integration tests of the `vigie` crate and binary (one test binary, one module per area).
 
+mod cli;
 mod common;
 mod draughts;
 mod engines;

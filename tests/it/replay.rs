@@ -71,7 +71,7 @@ fn the_independent_sample_replays_without_any_finding() {
 }
 
 /// The lines of one game of the sample, as JSON values.
-fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
+pub fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(shared_sample()).unwrap();
     let mut games: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     for line in text.lines() {
@@ -92,12 +92,12 @@ fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
 }
 
 /// Writes JSON values back as a game's lines, re-chaining `prev` over the new text (serde_json sorts keys).
-fn relink(lines: &[serde_json::Value]) -> String {
+pub fn relink(lines: &[serde_json::Value]) -> String {
     relink_broken(lines, None)
 }
 
 /// Like [`relink`], with a wrong `prev` written on line `broken`.
-fn relink_broken(lines: &[serde_json::Value], broken: Option<usize>) -> String {
+pub fn relink_broken(lines: &[serde_json::Value], broken: Option<usize>) -> String {
     use sha2::{Digest, Sha256};
     let mut out = Vec::new();
     let mut prev: Option<String> = None;
@@ -139,7 +139,7 @@ fn found(text: &str) -> Vec<(i64, String)> {
         .collect()
 }
 
-fn seq_of(lines: &[serde_json::Value], pred: impl Fn(&serde_json::Value) -> bool) -> usize {
+pub fn seq_of(lines: &[serde_json::Value], pred: impl Fn(&serde_json::Value) -> bool) -> usize {
     lines.iter().position(pred).expect("event present")
 }
 

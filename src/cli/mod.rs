@@ -1,0 +1,3 @@
+//! Subcommands of the `vigie` binary that are more than a call into the library.
+
+pub mod engines;

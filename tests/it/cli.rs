@@ -1,0 +1,322 @@
+//! The command line: engines and fairness commands checked against an independent implementation, and `vigie verify`.
+
+use std::process::Command;
+
+use crate::common::*;
+
+fn stdout(args: &[&str]) -> String {
+    let out = vigie(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// An independent implementation of fairness.md in Python (hashlib and hmac only).
+const PYTHON_FAIRNESS: &str = r#"
+import hashlib, hmac, sys, json
+seed, game, what, arg = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def block(msg): return hmac.new(seed.encode(), msg.encode(), hashlib.sha256).digest()
+class Stream:
+    def __init__(s, prefix): s.prefix, s.i, s.buf = prefix, 0, b""
+    def u32(s):
+        while len(s.buf) < 4:
+            s.buf += block(f"{s.prefix}:{s.i}"); s.i += 1
+        v, s.buf = int.from_bytes(s.buf[:4], "big"), s.buf[4:]
+        return v
+    def below(s, n):
+        lim = (2**32 // n) * n
+        while True:
+            v = s.u32()
+            if v < lim: return v % n
+def die(n):
+    k = 0
+    while True:
+        msg = f"{game}:die:{n}" if k == 0 else f"{game}:die:{n}:{k}"
+        for b in block(msg):
+            if b < 252: return b % 6 + 1
+        k += 1
+if what == "commit": print(hashlib.sha256(seed.encode()).hexdigest())
+elif what == "dice": print(" ".join(str(die(n)) for n in range(arg)))
+elif what == "duels": print(" ".join("won" if block(f"{game}:duel:{m}")[0] < 128 else "lost" for m in range(arg)))
+elif what == "shuffle":
+    deck = [r + s for s in "SHDC" for r in "789TJQKA"]
+    st = Stream(f"{game}:deal:{arg}")
+    for i in range(31, 0, -1):
+        j = st.below(i + 1); deck[i], deck[j] = deck[j], deck[i]
+    print(" ".join(deck))
+"#;
+
+fn python(seed: &str, game: &str, what: &str, arg: u64) -> String {
+    let out = Command::new("python3")
+        .args(["-c", PYTHON_FAIRNESS, seed, game, what, &arg.to_string()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn fairness_commands_match_an_independent_implementation() {
+    for (seed, game) in [
+        (
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "lu-test-1",
+        ),
+        (
+            "f00dfacef00dfacef00dfacef00dfacef00dfacef00dfacef00dfacef00dface",
+            "be_x.99",
+        ),
+    ] {
+        assert_eq!(
+            stdout(&["fairness", "commit", "--seed", seed]),
+            python(seed, game, "commit", 0)
+        );
+        assert_eq!(
+            stdout(&[
+                "fairness", "dice", "--seed", seed, "--game", game, "--count", "300"
+            ]),
+            python(seed, game, "dice", 300)
+        );
+        assert_eq!(
+            stdout(&[
+                "fairness", "duels", "--seed", seed, "--game", game, "--count", "64"
+            ]),
+            python(seed, game, "duels", 64)
+        );
+        for deal in [0, 1, 17] {
+            assert_eq!(
+                stdout(&[
+                    "fairness",
+                    "shuffle",
+                    "--seed",
+                    seed,
+                    "--game",
+                    game,
+                    "--deal",
+                    &deal.to_string()
+                ]),
+                python(seed, game, "shuffle", deal)
+            );
+        }
+    }
+    assert!(
+        !vigie(&["fairness", "commit", "--seed", "ABC"])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn draughts_commands_reproduce_the_fixtures() {
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(shared().join("fixtures/draughts-perft.json")).unwrap(),
+    )
+    .unwrap();
+    for p in fixture["positions"].as_array().unwrap() {
+        let counts = p["perft"].as_array().unwrap();
+        // The CLI runs unoptimised in tests: the first depths of each position suffice here.
+        for (d, expected) in counts.iter().enumerate().take(5) {
+            let out = stdout(&[
+                "draughts",
+                "perft",
+                "--variant",
+                p["variant"].as_str().unwrap(),
+                "--fen",
+                p["fen"].as_str().unwrap(),
+                "--depth",
+                &(d + 1).to_string(),
+            ]);
+            let first = out.lines().next().unwrap();
+            assert_eq!(first, expected.to_string(), "{} depth {}", p["name"], d + 1);
+            assert!(out.lines().nth(1).unwrap().contains("leaves/s"));
+        }
+    }
+    let moves = stdout(&[
+        "draughts",
+        "moves",
+        "--variant",
+        "international",
+        "--fen",
+        "W:WK46:B23",
+    ]);
+    assert_eq!(moves.lines().count(), 4);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&[
+        "draughts",
+        "moves",
+        "--variant",
+        "international",
+        "--fen",
+        "W:W15:B8,19,20",
+        "--json",
+    ]))
+    .unwrap();
+    // The fixture's "men capture backwards" case: one move, every stop and every piece taken, in order.
+    assert_eq!(
+        json,
+        serde_json::json!([{"from": 15, "to": 2, "path": [15, 24, 13, 2], "captures": [20, 19, 8]}])
+    );
+}
+
+/// A log of several games, each with one fault injected, for `vigie verify`.
+fn faulty_log() -> (String, Vec<(String, i64, &'static str)>) {
+    use crate::replay::{relink, sample_game, seq_of};
+    use serde_json::Value;
+    let mut text = String::new();
+    let mut expected = Vec::new();
+    let id = |lines: &[Value]| lines[0]["game"].as_str().unwrap().to_string();
+    // A wrong die.
+    let mut a = sample_game("lu-", 0);
+    let i = seq_of(&a, |v| v["type"] == "roll" && v["n"] == 7);
+    let v = a[i]["value"].as_i64().unwrap();
+    a[i]["value"] = Value::from(v % 6 + 1);
+    expected.push((id(&a), i as i64, "wrong_die"));
+    // A commitment that does not match the seed.
+    let mut b = sample_game("be-", 0);
+    b[0]["commitment"] = Value::from("11".repeat(32));
+    expected.push((
+        id(&b),
+        seq_of(&b, |v| v["type"] == "seed_revealed") as i64,
+        "commitment_mismatch",
+    ));
+    // A wrong deal: the turned card swapped with a card of the first hand.
+    let mut c = sample_game("be-", 1);
+    let i = seq_of(&c, |v| v["type"] == "deal");
+    let acc = c[i]["hands"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let card = c[i]["hands"][&acc][0].clone();
+    let turned = c[i]["turned"].clone();
+    c[i]["hands"][&acc][0] = turned.clone();
+    c[i]["turned"] = card.clone();
+    let k = seq_of(&c, |v| v["type"] == "hands_completed");
+    let _ = k;
+    expected.push((id(&c), i as i64, "wrong_deal"));
+    // A flipped duel.
+    let mut d = sample_game("md-", 1);
+    let i = seq_of(&d, |v| v.get("duels").is_some());
+    let won = d[i]["duels"][0]["won"].as_bool().unwrap();
+    d[i]["duels"][0]["won"] = Value::from(!won);
+    expected.push((id(&d), i as i64, "wrong_duel"));
+    // A missing reveal.
+    let mut e = sample_game("lu-", 1);
+    e.retain(|v| v["type"] != "seed_revealed");
+    expected.push((
+        id(&e),
+        seq_of(&e, |v| v["type"] == "game_ended") as i64,
+        "seed_missing",
+    ));
+    // A commitment published after the first roll.
+    let mut f = sample_game("lu-", 2);
+    let mut ts = f[1]["ts"].as_str().unwrap().to_string();
+    ts.replace_range(20..23, "999");
+    f[0]["ts"] = Value::from(ts);
+    expected.push((id(&f), 0, "late_commitment"));
+    // A reused seed: a short Medieval game (no duel drawn) committed to the seed of another one.
+    let g = sample_game("md-", 2);
+    // A Medieval game whose selections drew nothing (no automatic picks).
+    let mut h = (3..8)
+        .map(|k| sample_game("md-", k))
+        .find(|l| {
+            l.iter().all(|v| {
+                v["type"] != "selection" || v["auto"].as_array().is_some_and(|a| a.is_empty())
+            })
+        })
+        .expect("a Medieval game without automatic picks");
+    let first_capture = seq_of(&h, |v| {
+        v["type"] == "move" && v["move"].as_str().is_some_and(|m| m.contains('x'))
+    });
+    h.truncate(first_capture);
+    let last = h.last().unwrap().clone();
+    let black = h[0]["players"][1]["account"].as_str().unwrap().to_string();
+    let white = h[0]["players"][0]["account"].as_str().unwrap().to_string();
+    let stake = h[0]["stake"].as_i64().unwrap();
+    let rake = 2 * stake * 5 / 100;
+    let gid = id(&h);
+    let n = h.len() as i64;
+    let ts = last["ts"].as_str().unwrap().to_string();
+    h.push(serde_json::json!({"v":1,"game":gid,"seq":n,"ts":ts,"type":"left","player":black,"reason":"resigned"}));
+    h.push(serde_json::json!({"v":1,"game":gid,"seq":n+1,"ts":ts,"type":"game_ended","result":"white","reason":"left",
+        "payouts":{white.clone(): 2*stake - rake, black.clone(): 0},"rake":rake}));
+    let g_seed = g.iter().find(|v| v["type"] == "seed_revealed").unwrap()["seed"].clone();
+    h.push(serde_json::json!({"v":1,"game":gid,"seq":n+2,"ts":ts,"type":"seed_revealed","seed":g_seed}));
+    h[0]["commitment"] = g[0]["commitment"].clone();
+    expected.push((
+        id(&g),
+        seq_of(&g, |v| v["type"] == "seed_revealed") as i64,
+        "seed_reused",
+    ));
+    expected.push((gid.clone(), n + 2, "seed_reused"));
+    for lines in [&a, &b, &c, &d, &e, &f, &g, &h] {
+        text.push_str(&relink(lines));
+        text.push('\n');
+    }
+    (text, expected)
+}
+
+#[test]
+fn verify_reports_each_injected_fault_once_with_game_and_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, expected) = faulty_log();
+    let path = dir.path().join("faulty.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let out = vigie(&["verify", path.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdicts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got: Vec<(String, i64, String)> = Vec::new();
+    for v in verdicts.as_array().unwrap() {
+        for f in v["failures"].as_array().unwrap() {
+            got.push((
+                f["game"].as_str().unwrap().into(),
+                f["seq"].as_i64().unwrap(),
+                f["code"].as_str().unwrap().into(),
+            ));
+        }
+    }
+    got.sort();
+    let mut want: Vec<(String, i64, String)> = expected
+        .into_iter()
+        .map(|(g, s, c)| (g, s, c.to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    // One game alone, in text.
+    let one = vigie(&["verify", path.to_str().unwrap(), "--game", &want[0].0]);
+    assert_eq!(one.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&one.stdout).contains(&want[0].2));
+}
+
+#[test]
+fn verify_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = vigie(&["verify", shared_sample().to_str().unwrap()]);
+    assert_eq!(clean.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains("24 games, 24 pass, 0 fail"));
+    let garbage = dir.path().join("garbage.jsonl");
+    std::fs::write(&garbage, "not a log\n").unwrap();
+    assert_eq!(
+        vigie(&["verify", garbage.to_str().unwrap()]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        vigie(&["verify", dir.path().join("missing.jsonl").to_str().unwrap()])
+            .status
+            .code(),
+        Some(2)
+    );
+}
