@@ -11,9 +11,14 @@
 //! and the randomness protocol, no I/O, depending on nothing else in the
 //! crate), [`log`] (the event model), [`lake`] (tables and atomic commits).
 
+pub mod detect;
 pub mod fairness;
+pub mod features;
 pub mod games;
 pub mod ingest;
 pub mod lake;
 pub mod log;
 pub mod replay;
+pub mod report;
+pub mod review;
+pub mod sql;

@@ -71,6 +71,55 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Runs a read-only SQL query over the lake (or the statements of a file).
+    Sql {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Read the query from a file.
+        #[arg(short = 'f', long = "file")]
+        file: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: cli::sql::Format,
+        /// The query.
+        query: Option<String>,
+    },
+    /// Computes account and pair features, then runs the detection rules into flags.
+    Detect {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Directory of the rule files.
+        #[arg(long, default_value = "queries/detect")]
+        rules: PathBuf,
+        /// Print the run report as JSON on stdout.
+        #[arg(long)]
+        report_json: bool,
+    },
+    /// Scores the flags against the simulator's ground truth: precision and recall per behaviour.
+    Eval {
+        /// The simulator's labels.json.
+        #[arg(long)]
+        labels: PathBuf,
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Directory of the rule files (for the behaviour each rule targets).
+        #[arg(long, default_value = "queries/detect")]
+        rules: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generates the compliance audit report of a period (or verifies one: `vigie report verify DIR`).
+    #[command(args_conflicts_with_subcommands = true)]
+    Report {
+        #[command(subcommand)]
+        verify: Option<ReportCmd>,
+        #[command(flatten)]
+        args: ReportArgs,
+    },
     /// Replays new or changed games of the lake through the rules engines into findings, games, moves and departures.
     Replay {
         /// Lake directory.
@@ -83,6 +132,37 @@ enum Command {
         #[arg(long)]
         report_json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCmd {
+    /// Re-hashes a report bundle and reports any changed, missing or extra file.
+    Verify {
+        /// The bundle directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// First day of the period (YYYY-MM-DD, UTC).
+    #[arg(long)]
+    from: Option<String>,
+    /// Last day of the period (inclusive).
+    #[arg(long)]
+    to: Option<String>,
+    /// Lake directory.
+    #[arg(long, default_value = "data/lake")]
+    lake: PathBuf,
+    /// Output directory (replaced).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Generation time written in the report (default: the end of the period); an input, for reproducibility.
+    #[arg(long)]
+    generated_at: Option<String>,
+    /// Family-wise significance level of the randomness tests.
+    #[arg(long, default_value_t = 0.01)]
+    alpha: f64,
 }
 
 fn init_tracing(json: bool) {
@@ -115,7 +195,6 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
@@ -184,6 +263,110 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lake,
             json,
         } => verify(file, game, lake, json),
+        Command::Detect {
+            lake,
+            rules,
+            report_json,
+        } => {
+            let lake =
+                Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
+            let report = vigie::detect::run(&lake, &rules, &Default::default())
+                .context("running detection")?;
+            print_report(report_json, &report, &report.summary_line())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval {
+            labels,
+            lake,
+            rules,
+            json,
+        } => {
+            let lake =
+                Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
+            let labels = vigie::detect::eval::Labels::read(&labels)?;
+            let rules = vigie::detect::rules::load_dir(&rules)?;
+            let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
+            let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&ev)?);
+            } else {
+                print!("{}", ev.to_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report {
+            verify: Some(ReportCmd::Verify { dir }),
+            ..
+        } => {
+            let check = vigie::report::verify(&dir)
+                .with_context(|| format!("verifying {}", dir.display()))?;
+            for f in &check.changed {
+                println!("changed: {f}");
+            }
+            for f in &check.missing {
+                println!("missing: {f}");
+            }
+            for f in &check.extra {
+                println!("extra: {f}");
+            }
+            if !check.digest_ok {
+                println!(
+                    "DIGEST does not match the manifest (sha256 {})",
+                    check.digest
+                );
+            }
+            println!(
+                "report verify: {} (digest {})",
+                if check.ok() { "ok" } else { "FAILED" },
+                check.digest
+            );
+            Ok(if check.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Command::Report { verify: None, args } => {
+            let (Some(from), Some(to), Some(out)) = (args.from, args.to, args.out) else {
+                anyhow::bail!("give --from DATE --to DATE --out DIR (or `report verify DIR`)");
+            };
+            let lake = Lake::open(&args.lake)
+                .with_context(|| format!("opening lake {}", args.lake.display()))?;
+            let generated_at = args
+                .generated_at
+                .unwrap_or_else(|| format!("{to}T23:59:59.999Z"));
+            let opts = vigie::report::ReportOptions {
+                from,
+                to,
+                generated_at,
+                alpha: args.alpha,
+                out: out.clone(),
+            };
+            let (summary, digest) =
+                vigie::report::generate(&lake, &opts).context("generating the report")?;
+            println!(
+                "report: {} to {}, {} figures with evidence, randomness {}, written to {}; digest {digest}",
+                summary.scope.period_from,
+                summary.scope.period_to,
+                summary.evidence.len(),
+                if summary.randomness.all_pass {
+                    "pass"
+                } else {
+                    "FAIL"
+                },
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sql {
+            lake,
+            file,
+            format,
+            query,
+        } => {
+            cli::sql::run(&lake, query, file, format)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay {
             lake,
             threads,

@@ -1,3 +1,4 @@
 //! Subcommands of the `vigie` binary that are more than a call into the library.
 
 pub mod engines;
+pub mod sql;

@@ -26,6 +26,7 @@
 pub mod manifest;
 pub mod parquet;
 pub mod record;
+pub mod sql;
 pub mod tables;
 
 use std::collections::{BTreeMap, BTreeSet};

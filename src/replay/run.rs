@@ -110,6 +110,11 @@ impl ReplayReport {
     }
 }
 
+/// The tables replay writes, in a fixed order.
+pub fn derived_table_defs() -> Vec<TableDef> {
+    derived_tables()
+}
+
 /// The derived tables, in a fixed order.
 fn derived_tables() -> Vec<TableDef> {
     vec![

@@ -400,7 +400,8 @@ fn sigkill_at_random_moments_then_rerun_matches_an_uninterrupted_run() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let at = x % full.max(1);
+        // Somewhere in the first 60 % of an uninterrupted run: before its one commit.
+        let at = full / 20 + x % (full * 11 / 20).max(1);
         let mut child = Command::new(env!("CARGO_BIN_EXE_vigie"))
             .args([
                 "ingest",

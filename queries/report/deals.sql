@@ -1,0 +1,5 @@
+-- Belote deals of the period (deal numbers per match), for the card-by-position test.
+SELECT e.game, e.deal
+FROM events e JOIN games g ON g.game = e.game
+WHERE e.type = 'deal' AND g.date BETWEEN DATE '${from}' AND DATE '${to}' AND g.seed IS NOT NULL
+ORDER BY e.game, e.deal

@@ -1,0 +1,7 @@
+-- Every die rolled in the period, with the variant and the roller's seat (for the randomness tests).
+SELECT e.game, e.seq, e.n, e.value, e.player, g.variant, p.seat
+FROM events e
+JOIN games g ON g.game = e.game
+JOIN game_players p ON p.game = e.game AND p.account = e.player
+WHERE e.type = 'roll' AND g.date BETWEEN DATE '${from}' AND DATE '${to}'
+ORDER BY e.game, e.seq

@@ -1,0 +1,6 @@
+-- Medieval captures with duels in the period (the duels are in each move's raw line).
+SELECT e.game, e.seq, e.raw
+FROM events e JOIN games g ON g.game = e.game
+WHERE e.type = 'move' AND g.mode = 'medieval' AND e.status = 'accepted' AND e.detail LIKE '%"duels"%'
+  AND g.date BETWEEN DATE '${from}' AND DATE '${to}'
+ORDER BY e.game, e.seq

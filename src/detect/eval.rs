@@ -1,0 +1,252 @@
+//! `vigie eval`: precision and recall of the detection rules against the simulator's ground truth, per behaviour.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::FlagRow;
+use super::rules::Rule;
+
+/// The parts of the simulator's `labels.json` that evaluation reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Labels {
+    pub accounts: Vec<LabelledAccount>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabelledAccount {
+    pub account: String,
+    pub behaviour: String,
+}
+
+/// Errors of evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("reading labels {path}: {msg}")]
+    Labels { path: String, msg: String },
+}
+
+impl Labels {
+    pub fn read(path: &Path) -> Result<Labels, EvalError> {
+        let err = |msg: String| EvalError::Labels {
+            path: path.display().to_string(),
+            msg,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| err(e.to_string()))
+    }
+}
+
+/// A flag or a miss, with what a reviewer would look at.
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    pub account: String,
+    /// The account's true behaviour.
+    pub truth: String,
+    /// Rules that flagged it (empty for a miss).
+    pub rules: Vec<String>,
+    pub action: Option<String>,
+    pub evidence: Vec<String>,
+}
+
+/// Scores of one behaviour class.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassScore {
+    pub behaviour: String,
+    pub rules: Vec<String>,
+    pub true_positives: u64,
+    pub false_positives: u64,
+    pub false_negatives: u64,
+    pub true_negatives: u64,
+    pub precision: f64,
+    pub recall: f64,
+    pub false_positive_cases: Vec<Case>,
+    pub misses: Vec<Case>,
+}
+
+/// The whole evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    pub accounts: u64,
+    pub classes: Vec<ClassScore>,
+    /// Honest accounts with a `block_recommended` flag (must be none).
+    pub honest_blocked: Vec<Case>,
+    /// Confusion table: true behaviour -> predicted behaviour (or `none`) -> accounts.
+    pub confusion: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// Scores flags against labels; a rule counts for the behaviour its header names.
+pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluation {
+    let truth: BTreeMap<&str, &str> = labels
+        .accounts
+        .iter()
+        .map(|a| (a.account.as_str(), a.behaviour.as_str()))
+        .collect();
+    let rule_behaviour: BTreeMap<&str, &str> = rules
+        .iter()
+        .filter_map(|r| r.behaviour.as_deref().map(|b| (r.id.as_str(), b)))
+        .collect();
+    // Behaviours predicted per account, and the flags behind them.
+    let mut predicted: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut by_account: BTreeMap<&str, Vec<&FlagRow>> = BTreeMap::new();
+    for f in flags {
+        by_account.entry(&f.account).or_default().push(f);
+        if let Some(b) = rule_behaviour.get(f.rule.as_str()) {
+            predicted.entry(&f.account).or_default().insert(b);
+        }
+    }
+    let case = |account: &str| -> Case {
+        let fl = by_account.get(account).cloned().unwrap_or_default();
+        let action = if fl.iter().any(|f| f.action == "block_recommended") {
+            Some("block_recommended".to_string())
+        } else if fl.is_empty() {
+            None
+        } else {
+            Some("review".to_string())
+        };
+        Case {
+            account: account.to_string(),
+            truth: truth.get(account).copied().unwrap_or("unknown").to_string(),
+            rules: fl
+                .iter()
+                .map(|f| format!("{}/{}", f.rule, f.window))
+                .collect(),
+            action,
+            evidence: fl
+                .iter()
+                .map(|f| format!("{}: {}", f.rule, f.evidence))
+                .collect(),
+        }
+    };
+    let behaviours: BTreeSet<&str> = rule_behaviour.values().copied().collect();
+    let mut classes = Vec::new();
+    for b in &behaviours {
+        let mut s = ClassScore {
+            behaviour: b.to_string(),
+            rules: rule_behaviour
+                .iter()
+                .filter(|(_, x)| *x == b)
+                .map(|(r, _)| r.to_string())
+                .collect(),
+            true_positives: 0,
+            false_positives: 0,
+            false_negatives: 0,
+            true_negatives: 0,
+            precision: 0.0,
+            recall: 0.0,
+            false_positive_cases: Vec::new(),
+            misses: Vec::new(),
+        };
+        for (acc, t) in &truth {
+            let p = predicted.get(acc).is_some_and(|set| set.contains(b));
+            match (p, t == b) {
+                (true, true) => s.true_positives += 1,
+                (true, false) => {
+                    s.false_positives += 1;
+                    s.false_positive_cases.push(case(acc));
+                }
+                (false, true) => {
+                    s.false_negatives += 1;
+                    s.misses.push(case(acc));
+                }
+                (false, false) => s.true_negatives += 1,
+            }
+        }
+        let tp = s.true_positives as f64;
+        s.precision = if s.true_positives + s.false_positives == 0 {
+            1.0
+        } else {
+            tp / (tp + s.false_positives as f64)
+        };
+        s.recall = if s.true_positives + s.false_negatives == 0 {
+            1.0
+        } else {
+            tp / (tp + s.false_negatives as f64)
+        };
+        classes.push(s);
+    }
+    let honest_blocked = truth
+        .iter()
+        .filter(|(_, t)| **t == "honest")
+        .filter(|(a, _)| {
+            by_account
+                .get(*a)
+                .is_some_and(|fl| fl.iter().any(|f| f.action == "block_recommended"))
+        })
+        .map(|(a, _)| case(a))
+        .collect();
+    let mut confusion: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for (acc, t) in &truth {
+        let row = confusion.entry(t.to_string()).or_default();
+        match predicted.get(acc) {
+            Some(set) if !set.is_empty() => {
+                for p in set {
+                    *row.entry(p.to_string()).or_default() += 1;
+                }
+            }
+            _ => *row.entry("none".to_string()).or_default() += 1,
+        }
+    }
+    Evaluation {
+        accounts: truth.len() as u64,
+        classes,
+        honest_blocked,
+        confusion,
+    }
+}
+
+impl Evaluation {
+    /// The evaluation as text for people.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{} labelled accounts\n\n", self.accounts);
+        out.push_str(&format!(
+            "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9} {:>7}  rules\n",
+            "behaviour", "tp", "fp", "fn", "tn", "precision", "recall"
+        ));
+        for c in &self.classes {
+            out.push_str(&format!(
+                "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9.3} {:>7.3}  {}\n",
+                c.behaviour,
+                c.true_positives,
+                c.false_positives,
+                c.false_negatives,
+                c.true_negatives,
+                c.precision,
+                c.recall,
+                c.rules.join(", ")
+            ));
+        }
+        out.push_str(&format!(
+            "\nhonest accounts with block_recommended: {}\n",
+            self.honest_blocked.len()
+        ));
+        out.push_str("\nconfusion (true behaviour -> predicted):\n");
+        for (t, row) in &self.confusion {
+            let cells: Vec<String> = row.iter().map(|(p, n)| format!("{p} {n}")).collect();
+            out.push_str(&format!("  {t:<16} {}\n", cells.join(", ")));
+        }
+        for c in &self.classes {
+            for (what, cases) in [
+                ("false positive", &c.false_positive_cases),
+                ("miss", &c.misses),
+            ] {
+                for k in cases {
+                    out.push_str(&format!(
+                        "{} {}: {} (truth {}; flags: {})\n",
+                        c.behaviour,
+                        what,
+                        k.account,
+                        k.truth,
+                        if k.evidence.is_empty() {
+                            "none".to_string()
+                        } else {
+                            k.evidence.join(" | ")
+                        }
+                    ));
+                }
+            }
+        }
+        out
+    }
+}

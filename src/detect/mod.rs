@@ -1,0 +1,419 @@
+//! Detection: features, then the SQL rules of `queries/detect/` run by DataFusion over the lake, into the `flags` table.
+//!
+//! Flags are recomputed whole from one snapshot (so they are reproducible and
+//! a rule change applies everywhere); a run is skipped when neither the
+//! replayed data nor the rules changed since the last one.
+
+pub mod eval;
+pub mod rules;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::DataType;
+
+use crate::lake::record::Ts;
+use crate::lake::{Lake, LakeError};
+use crate::row_table;
+use rules::{Rule, RuleError};
+
+/// The stage name in the commit log.
+pub const STAGE: &str = "detect";
+
+row_table! {
+    /// One row per (account, rule, window) that a detection rule flags, with its score, severity, recommended action and the evidence a reviewer checks.
+    pub struct FlagRow in "flags" (partition None, sort ["account", "rule", "window"], bloom ["account"]) {
+        /// Stable id of the flag: account, rule and window.
+        flag_id: String,
+        /// The flagged account.
+        account: String,
+        /// Rule id (queries/detect/<rule>.sql).
+        rule: String,
+        /// Rule title.
+        title: String,
+        /// Window of the features: 1d, 7d or 30d.
+        window: String,
+        /// Rule score (higher is more suspicious; rule-specific scale, documented in docs/detection.md).
+        score: f64,
+        /// info, low, medium, high or critical.
+        severity: String,
+        /// review or block_recommended.
+        action: String,
+        /// JSON object of the values that crossed the thresholds, with the thresholds.
+        evidence: String,
+        /// Evidence events as `game:seq`.
+        refs: Vec<String>,
+        /// First evidence event.
+        first_seen: Option<Ts>,
+        /// Last evidence event.
+        last_seen: Option<Ts>,
+        /// End of the window (the lake's latest event when computed).
+        window_end: Ts,
+        /// Digest of the rule's SQL.
+        rule_version: String,
+    }
+}
+
+/// Errors of the detection stage.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Features(#[from] crate::features::FeaturesError),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("rule {rule}: {source}")]
+    Query {
+        rule: String,
+        source: datafusion::error::DataFusionError,
+    },
+    #[error("rule {rule}: {msg}")]
+    Output { rule: String, msg: String },
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// What a detection run did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DetectReport {
+    pub version: Option<u64>,
+    pub flags: u64,
+    pub accounts: u64,
+    pub block_recommended: u64,
+    pub by_rule: BTreeMap<String, u64>,
+    pub elapsed_ms: u64,
+}
+
+impl DetectReport {
+    pub fn summary_line(&self) -> String {
+        let rules: Vec<String> = self
+            .by_rule
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        format!(
+            "detect: {} flags on {} accounts ({} block recommended); {}; {}",
+            self.flags,
+            self.accounts,
+            self.block_recommended,
+            rules.join(", "),
+            match self.version {
+                Some(v) => format!("committed lake version {v}"),
+                None => "nothing changed".into(),
+            }
+        )
+    }
+}
+
+/// The stable id of a flag.
+pub fn flag_id(account: &str, rule: &str, window: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(format!("{account}\u{1f}{rule}\u{1f}{window}").as_bytes());
+    crate::lake::hex(&d[..8])
+}
+
+/// Runs features and every rule of `rules_dir`, and commits the flags (when anything changed).
+pub fn run(
+    lake: &Lake,
+    rules_dir: &Path,
+    overrides: &BTreeMap<String, String>,
+) -> Result<DetectReport, DetectError> {
+    let started = std::time::Instant::now();
+    let rules = rules::load_dir(rules_dir)?;
+    let fingerprint = {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for r in &rules {
+            h.update(r.render(overrides).as_bytes());
+        }
+        crate::lake::hex(&h.finalize()[..8])
+    };
+    let state = lake.state()?;
+    let replayed = state.stages.get(crate::replay::run::STAGE).cloned();
+    if let Some(prev) = state.stages.get(STAGE)
+        && prev["replay"] == replayed.clone().unwrap_or_default()
+        && prev["rules"] == fingerprint
+    {
+        return Ok(DetectReport {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..DetectReport::default()
+        });
+    }
+    crate::features::run(lake)?;
+    let snapshot = lake.snapshot()?;
+    let window_end = snapshot
+        .state
+        .table_files("events")
+        .filter_map(|f| f.max_ts)
+        .max()
+        .unwrap_or(0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let flags = rt.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
+    let mut report = DetectReport::default();
+    let mut accounts = std::collections::BTreeSet::new();
+    for f in &flags {
+        *report.by_rule.entry(f.rule.clone()).or_default() += 1;
+        accounts.insert(f.account.clone());
+        if f.action == "block_recommended" {
+            report.block_recommended += 1;
+        }
+    }
+    report.flags = flags.len() as u64;
+    report.accounts = accounts.len() as u64;
+    let mut writer = lake.writer()?;
+    let mut txn = writer.begin("detect")?;
+    for f in snapshot.state.table_files("flags") {
+        txn.remove_file(&f.path);
+    }
+    let def = FlagRow::def();
+    if !flags.is_empty() {
+        let batch = FlagRow::to_batch(&flags)?;
+        let sorted = crate::lake::parquet::sort_batch(&batch, def.sort_by)?;
+        let file = txn.new_file(def.name, None)?;
+        let mut meta = crate::lake::parquet::batch_meta(&def, &sorted);
+        meta.bytes =
+            crate::lake::parquet::write_file(&file.pending, &def, def.schema(), &[sorted])?;
+        txn.add_file_meta(file, meta);
+    }
+    txn.set_stage(STAGE, serde_json::json!({ "replay": replayed, "rules": fingerprint, "window_end_ms": window_end }));
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
+    Ok(report)
+}
+
+/// Runs the rules on a snapshot and returns their flags.
+pub async fn evaluate(
+    snapshot: &crate::lake::Snapshot,
+    rules: &[Rule],
+    overrides: &BTreeMap<String, String>,
+    window_end: i64,
+) -> Result<Vec<FlagRow>, DetectError> {
+    let ctx = crate::lake::sql::session(
+        snapshot,
+        &crate::sql::all_tables(),
+        crate::lake::sql::Limits::default(),
+    )
+    .await
+    .map_err(|source| DetectError::Query {
+        rule: "(session)".into(),
+        source,
+    })?;
+    let mut flags = Vec::new();
+    for rule in rules {
+        let q = |source| DetectError::Query {
+            rule: rule.id.clone(),
+            source,
+        };
+        let df = ctx.sql(&rule.render(overrides)).await.map_err(q)?;
+        let batches = df.collect().await.map_err(q)?;
+        for b in &batches {
+            flags.extend(rows_to_flags(rule, b, window_end)?);
+        }
+    }
+    flags.sort_by(|a, b| (&a.account, &a.rule, &a.window).cmp(&(&b.account, &b.rule, &b.window)));
+    Ok(flags)
+}
+
+const RESERVED: [&str; 8] = [
+    "account",
+    "window",
+    "score",
+    "severity",
+    "action",
+    "refs",
+    "first_seen",
+    "last_seen",
+];
+
+fn rows_to_flags(
+    rule: &Rule,
+    b: &RecordBatch,
+    window_end: i64,
+) -> Result<Vec<FlagRow>, DetectError> {
+    let out_err = |msg: String| DetectError::Output {
+        rule: rule.id.clone(),
+        msg,
+    };
+    let schema = b.schema();
+    let get = |name: &str| schema.index_of(name).ok().map(|i| b.column(i).clone());
+    let account = get("account").ok_or_else(|| out_err("no `account` column".into()))?;
+    let account = arrow::compute::cast(&account, &DataType::Utf8)?;
+    let account = account.as_string::<i32>();
+    let window = get("window").ok_or_else(|| out_err("no `window` column".into()))?;
+    let window = arrow::compute::cast(&window, &DataType::Utf8)?;
+    let window = window.as_string::<i32>();
+    let score = get("score").ok_or_else(|| out_err("no `score` column".into()))?;
+    let score = arrow::compute::cast(&score, &DataType::Float64)?;
+    let score = score.as_primitive::<arrow::datatypes::Float64Type>();
+    let text = |name: &str| -> Result<Option<arrow::array::ArrayRef>, DetectError> {
+        get(name)
+            .map(|c| arrow::compute::cast(&c, &DataType::Utf8))
+            .transpose()
+            .map_err(DetectError::from)
+    };
+    let severity = text("severity")?;
+    let action = text("action")?;
+    let ts = |name: &str| -> Result<Option<arrow::array::ArrayRef>, DetectError> {
+        get(name)
+            .map(|c| arrow::compute::cast(&c, &DataType::Int64))
+            .transpose()
+            .map_err(DetectError::from)
+    };
+    let first_seen = ts("first_seen")?;
+    let last_seen = ts("last_seen")?;
+    let refs = get("refs");
+    // Evidence: every other column, as JSON objects.
+    let keep: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| !RESERVED.contains(&schema.field(i).name().as_str()))
+        .collect();
+    let evidence_batch = b.project(&keep)?;
+    let mut evidence: Vec<String> = Vec::with_capacity(b.num_rows());
+    if evidence_batch.num_columns() > 0 {
+        let mut buf = Vec::new();
+        {
+            let mut w = arrow::json::ArrayWriter::new(&mut buf);
+            w.write(&evidence_batch)?;
+            w.finish()?;
+        }
+        let values: Vec<serde_json::Value> = serde_json::from_slice(&buf).unwrap_or_default();
+        evidence.extend(values.into_iter().map(|v| v.to_string()));
+    }
+    evidence.resize(b.num_rows(), "{}".to_string());
+    let mut out = Vec::with_capacity(b.num_rows());
+    for (i, evidence_i) in evidence.into_iter().enumerate() {
+        if account.is_null(i) {
+            continue;
+        }
+        let str_at = |a: &Option<arrow::array::ArrayRef>, default: &str| -> String {
+            a.as_ref()
+                .map(|a| a.as_string::<i32>())
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i).to_string())
+                .unwrap_or_else(|| default.to_string())
+        };
+        let ts_at = |a: &Option<arrow::array::ArrayRef>| -> Option<Ts> {
+            a.as_ref()
+                .map(|a| a.as_primitive::<arrow::datatypes::Int64Type>())
+                .filter(|a| !a.is_null(i))
+                .map(|a| Ts(a.value(i)))
+        };
+        let refs_i: Vec<String> = match &refs {
+            Some(r) => match r.data_type() {
+                DataType::List(_) => {
+                    let l = r.as_list::<i32>();
+                    if l.is_null(i) {
+                        Vec::new()
+                    } else {
+                        let v = arrow::compute::cast(&l.value(i), &DataType::Utf8)?;
+                        let v = v.as_string::<i32>();
+                        (0..v.len())
+                            .filter(|&k| !v.is_null(k))
+                            .map(|k| v.value(k).to_string())
+                            .collect()
+                    }
+                }
+                _ => {
+                    return Err(out_err(
+                        "`refs` must be a list of `game:seq` strings".into(),
+                    ));
+                }
+            },
+            None => Vec::new(),
+        };
+        let acc = account.value(i).to_string();
+        let win = window.value(i).to_string();
+        out.push(FlagRow {
+            flag_id: flag_id(&acc, &rule.id, &win),
+            account: acc,
+            rule: rule.id.clone(),
+            title: rule.title.clone(),
+            window: win,
+            score: if score.is_null(i) {
+                0.0
+            } else {
+                score.value(i)
+            },
+            severity: str_at(&severity, &rule.severity),
+            action: str_at(&action, &rule.action),
+            evidence: evidence_i,
+            refs: refs_i,
+            first_seen: ts_at(&first_seen),
+            last_seen: ts_at(&last_seen),
+            window_end: Ts(window_end),
+            rule_version: rule.version(),
+        });
+    }
+    Ok(out)
+}
+
+/// Reads the committed flags of a snapshot.
+pub fn read_flags(snapshot: &crate::lake::Snapshot) -> Result<Vec<FlagRow>, DetectError> {
+    let mut out = Vec::new();
+    for path in snapshot.table_paths("flags") {
+        let batches = crate::lake::parquet::read_file(&path, None)?;
+        for b in batches {
+            let s = |n: &str| -> Result<arrow::array::StringArray, DetectError> {
+                let c = b.column(b.schema().index_of(n)?);
+                Ok(c.as_string::<i32>().clone())
+            };
+            let (flag_id, account, rule, title, window) = (
+                s("flag_id")?,
+                s("account")?,
+                s("rule")?,
+                s("title")?,
+                s("window")?,
+            );
+            let (severity, action, evidence, version) = (
+                s("severity")?,
+                s("action")?,
+                s("evidence")?,
+                s("rule_version")?,
+            );
+            let score = b
+                .column(b.schema().index_of("score")?)
+                .as_primitive::<arrow::datatypes::Float64Type>()
+                .clone();
+            let refs = b
+                .column(b.schema().index_of("refs")?)
+                .as_list::<i32>()
+                .clone();
+            let tscol = |n: &str| -> Result<arrow::array::TimestampMillisecondArray, DetectError> {
+                Ok(b.column(b.schema().index_of(n)?)
+                    .as_primitive::<arrow::datatypes::TimestampMillisecondType>()
+                    .clone())
+            };
+            let (first, last, end) = (
+                tscol("first_seen")?,
+                tscol("last_seen")?,
+                tscol("window_end")?,
+            );
+            for i in 0..b.num_rows() {
+                let r = refs.value(i);
+                let r = r.as_string::<i32>();
+                out.push(FlagRow {
+                    flag_id: flag_id.value(i).to_string(),
+                    account: account.value(i).to_string(),
+                    rule: rule.value(i).to_string(),
+                    title: title.value(i).to_string(),
+                    window: window.value(i).to_string(),
+                    score: score.value(i),
+                    severity: severity.value(i).to_string(),
+                    action: action.value(i).to_string(),
+                    evidence: evidence.value(i).to_string(),
+                    refs: (0..r.len()).map(|k| r.value(k).to_string()).collect(),
+                    first_seen: (!first.is_null(i)).then(|| Ts(first.value(i))),
+                    last_seen: (!last.is_null(i)).then(|| Ts(last.value(i))),
+                    window_end: Ts(end.value(i)),
+                    rule_version: version.value(i).to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

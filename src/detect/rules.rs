@@ -1,0 +1,189 @@
+//! Detection rules: SQL files with a header of metadata and parameters (`queries/detect/*.sql`).
+//!
+//! A rule file starts with `--` comment lines:
+//!
+//! ```text
+//! -- id: rage_quit
+//! -- title: Rage quits
+//! -- catches: accounts that leave games they are losing
+//! -- why: leaving a lost game denies the opponent a proper finish ...
+//! -- severity: medium
+//! -- action: review
+//! -- param min_games = 10 : games in the window before judging
+//! ```
+//!
+//! then one SELECT that returns a row per flagged account with at least
+//! `account`, `window` and `score`; optionally `severity`, `action`, `refs`
+//! (a list of `game:seq` strings), `first_seen`, `last_seen`; every other
+//! column is kept as evidence. `${name}` in the SQL is replaced by the
+//! parameter's value.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One parameter of a rule.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Param {
+    pub name: String,
+    pub default: String,
+    pub doc: String,
+}
+
+/// A parsed rule file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rule {
+    pub id: String,
+    pub title: String,
+    pub catches: String,
+    pub why: String,
+    pub severity: String,
+    pub action: String,
+    /// The behaviour label of the simulator this rule targets (for evaluation), if any.
+    pub behaviour: Option<String>,
+    pub params: Vec<Param>,
+    /// The SQL body (without the header).
+    pub sql: String,
+    pub path: PathBuf,
+}
+
+/// Errors reading rules.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {msg}")]
+    Header { path: PathBuf, msg: String },
+}
+
+impl Rule {
+    /// Parses a rule file's text.
+    pub fn parse(path: &Path, text: &str) -> Result<Rule, RuleError> {
+        let err = |msg: String| RuleError::Header {
+            path: path.to_path_buf(),
+            msg,
+        };
+        let mut fields: BTreeMap<String, String> = BTreeMap::new();
+        let mut params = Vec::new();
+        let mut body = Vec::new();
+        let mut in_header = true;
+        let mut last_key: Option<String> = None;
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if in_header && trimmed.starts_with("--") {
+                let content = trimmed.trim_start_matches('-').trim();
+                if let Some(rest) = content.strip_prefix("param ") {
+                    let (def, doc) = rest.split_once(':').unwrap_or((rest, ""));
+                    let (name, default) = def
+                        .split_once('=')
+                        .ok_or_else(|| err(format!("parameter without default: {rest}")))?;
+                    params.push(Param {
+                        name: name.trim().to_string(),
+                        default: default.trim().to_string(),
+                        doc: doc.trim().to_string(),
+                    });
+                    last_key = None;
+                } else if let Some((k, v)) =
+                    content.split_once(':').filter(|(k, _)| !k.contains(' '))
+                {
+                    fields.insert(k.trim().to_string(), v.trim().to_string());
+                    last_key = Some(k.trim().to_string());
+                } else if let Some(k) = &last_key {
+                    // Continuation line of the previous field.
+                    if let Some(v) = fields.get_mut(k) {
+                        v.push(' ');
+                        v.push_str(content);
+                    }
+                }
+                continue;
+            }
+            if in_header && trimmed.is_empty() {
+                continue;
+            }
+            in_header = false;
+            body.push(line);
+        }
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .cloned()
+                .ok_or_else(|| err(format!("missing `-- {k}:` in the header")))
+        };
+        Ok(Rule {
+            id: get("id")?,
+            title: get("title")?,
+            catches: get("catches")?,
+            why: get("why")?,
+            severity: get("severity")?,
+            action: get("action")?,
+            behaviour: fields.get("behaviour").cloned(),
+            params,
+            sql: body.join("\n"),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The SQL with parameters substituted (`overrides` first, then defaults).
+    pub fn render(&self, overrides: &BTreeMap<String, String>) -> String {
+        let mut sql = self.sql.clone();
+        for p in &self.params {
+            let v = overrides
+                .get(&format!("{}.{}", self.id, p.name))
+                .unwrap_or(&p.default);
+            sql = sql.replace(&format!("${{{}}}", p.name), v);
+        }
+        sql
+    }
+
+    /// A digest of the rule text, recorded with its flags.
+    pub fn version(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(self.sql.as_bytes());
+        crate::lake::hex(&d[..6])
+    }
+}
+
+/// Loads every `*.sql` rule of a directory, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Rule>, RuleError> {
+    let io = |source| RuleError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).map_err(|source| RuleError::Io {
+                path: p.clone(),
+                source,
+            })?;
+            Rule::parse(p, &text)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_and_params_parse() {
+        let text = "-- id: x\n-- title: X rule\n-- catches: a\n--   and b\n-- why: c\n-- severity: high\n-- action: review\n-- param n = 3 : minimum\n\nSELECT ${n} AS score\n";
+        let r = Rule::parse(Path::new("x.sql"), text).unwrap();
+        assert_eq!(r.id, "x");
+        assert_eq!(r.catches, "a and b");
+        assert_eq!(r.params[0].default, "3");
+        assert_eq!(r.render(&BTreeMap::new()).trim(), "SELECT 3 AS score");
+        let mut o = BTreeMap::new();
+        o.insert("x.n".to_string(), "5".to_string());
+        assert_eq!(r.render(&o).trim(), "SELECT 5 AS score");
+        assert!(Rule::parse(Path::new("y.sql"), "-- id: y\nSELECT 1").is_err());
+    }
+}

@@ -1,0 +1,839 @@
+//! Account and pair features with polars, read straight from the lake's Parquet, written back as `account_features` and `pair_features`.
+//!
+//! Windows end at the lake's horizon (the latest event timestamp) and cover
+//! 1, 7 and 30 days. Features are recomputed whole on each run: they are
+//! small (one row per active account or pair and window), and a full
+//! recomputation keeps them exactly reproducible from a snapshot.
+
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use crate::lake::tables::{Column, TableDef};
+use crate::lake::{FileMeta, Lake, LakeError, Snapshot};
+
+/// The windows, in days.
+pub const WINDOWS: [i64; 3] = [1, 7, 30];
+/// The stage name in the commit log.
+pub const STAGE: &str = "features";
+/// A move faster than this is "instant" (ms).
+pub const INSTANT_MS: i64 = 250;
+/// A game lost in fewer plies than this is a quick loss.
+pub const QUICK_LOSS_PLIES: i64 = 12;
+/// A "not your turn" this soon after the turn changed is a race, not tampering (ms).
+pub const RACE_MS: i64 = 1000;
+/// Attempt causes that only a client sending forged or impossible actions produces.
+pub const TAMPER_CAUSES: [&str; 16] = [
+    "not_own_piece",
+    "wrong_direction",
+    "skipped_capture",
+    "not_majority",
+    "no_such_path",
+    "ambiguous_move",
+    "no_such_token",
+    "token_finished",
+    "wrong_distance",
+    "not_out_of_yard",
+    "pass_while_movable",
+    "did_not_follow_suit",
+    "did_not_trump",
+    "did_not_beat_trump",
+    "card_not_in_hand",
+    "invalid_bid",
+];
+
+/// Errors of the features stage.
+#[derive(Debug, thiserror::Error)]
+pub enum FeaturesError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("polars: {0}")]
+    Polars(#[from] PolarsError),
+    #[error("writing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn col_def(name: &'static str, ty: arrow::datatypes::DataType, doc: &'static str) -> Column {
+    Column {
+        name,
+        ty,
+        nullable: true,
+        doc,
+    }
+}
+
+/// `account_features`: one row per account and window.
+pub fn account_table() -> TableDef {
+    use arrow::datatypes::DataType::*;
+    let ts = crate::lake::tables::ts_type();
+    TableDef {
+        name: "account_features",
+        doc: "Per account and window (1, 7, 30 days ending at the lake's latest event): activity, results and stake flows, rejected attempts by cause, departures and timeouts (overall and when losing), and think-time statistics.",
+        partition: None,
+        columns: vec![
+            col_def("account", Utf8, "Account."),
+            col_def("window", Utf8, "Window: 1d, 7d or 30d."),
+            col_def(
+                "window_end",
+                ts.clone(),
+                "End of the window (the lake's latest event).",
+            ),
+            col_def("games", Int64, "Games played (started in the window)."),
+            col_def("games_draughts10", Int64, "International draughts games."),
+            col_def(
+                "games_draughts8",
+                Int64,
+                "Brazilian draughts games (standard).",
+            ),
+            col_def("games_medieval", Int64, "Brazilian Medieval games."),
+            col_def("games_ludo", Int64, "Ludo games."),
+            col_def("games_belote", Int64, "Belote matches."),
+            col_def("rated_games", Int64, "Rated games."),
+            col_def("wins", Int64, "Games won."),
+            col_def("losses", Int64, "Games lost."),
+            col_def("draws", Int64, "Games drawn."),
+            col_def(
+                "quick_losses",
+                Int64,
+                "Games lost within 12 accepted moves of the game.",
+            ),
+            col_def("rated_wins", Int64, "Rated wins, all rankings."),
+            col_def(
+                "rated_wins_medieval",
+                Int64,
+                "Rated wins in the Medieval ranking (its own ranking).",
+            ),
+            col_def("rated_losses", Int64, "Rated losses, all rankings."),
+            col_def(
+                "rated_losses_medieval",
+                Int64,
+                "Rated losses in the Medieval ranking.",
+            ),
+            col_def("staked", Int64, "Stakes paid."),
+            col_def("paid_out", Int64, "Payouts received."),
+            col_def("net", Int64, "Payouts minus stakes."),
+            col_def(
+                "attempts",
+                Int64,
+                "Attempts (moves, bids, plays) sent by the player, accepted or not.",
+            ),
+            col_def("rejected", Int64, "Rejected attempts."),
+            col_def(
+                "tamper_attempts",
+                Int64,
+                "Rejected attempts whose cause only a forged client produces (TAMPER_CAUSES), plus out-of-turn attempts well away from a turn change.",
+            ),
+            col_def(
+                "tamper_games",
+                Int64,
+                "Games with at least one tamper attempt.",
+            ),
+            col_def("tamper_kinds", Int64, "Distinct tamper causes."),
+            col_def(
+                "races",
+                Int64,
+                "Out-of-turn attempts within 1 s of a turn change (benign races).",
+            ),
+            col_def(
+                "malformed",
+                Int64,
+                "Attempts the server rejected as malformed (unparseable).",
+            ),
+            col_def(
+                "late_attempts",
+                Int64,
+                "Attempts after the game was decided.",
+            ),
+            col_def("departures", Int64, "Games left."),
+            col_def("departures_losing", Int64, "Games left while losing."),
+            col_def("timeouts", Int64, "Timeouts."),
+            col_def("timeouts_losing", Int64, "Timeouts while losing."),
+            col_def(
+                "decisive_timeouts",
+                Int64,
+                "Timeouts that ended the game (or the player's part in it).",
+            ),
+            col_def(
+                "decisive_timeouts_losing",
+                Int64,
+                "Decisive timeouts while losing.",
+            ),
+            col_def(
+                "timeout_elapsed_ms",
+                Float64,
+                "Mean time used before timeouts.",
+            ),
+            col_def(
+                "moves_timed",
+                Int64,
+                "Accepted moves of the player's own (not automatic) with a think time.",
+            ),
+            col_def("think_mean_ms", Float64, "Mean think time."),
+            col_def(
+                "think_cv",
+                Float64,
+                "Coefficient of variation of think times over the window.",
+            ),
+            col_def(
+                "think_cv_game",
+                Float64,
+                "Median over games of the per-game coefficient of variation.",
+            ),
+            col_def(
+                "think_cv14",
+                Float64,
+                "Median coefficient of variation over sliding windows of 14 moves.",
+            ),
+            col_def("instant_share", Float64, "Share of moves under 250 ms."),
+            col_def(
+                "forced_think_ms",
+                Float64,
+                "Mean think time on forced moves (one legal move).",
+            ),
+            col_def(
+                "slow_share_losing",
+                Float64,
+                "Share of moves using over 80 % of the clock while losing.",
+            ),
+            col_def(
+                "slow_share_other",
+                Float64,
+                "Share of moves using over 80 % of the clock otherwise.",
+            ),
+            col_def(
+                "integrity_findings",
+                Int64,
+                "Server-integrity findings naming the account.",
+            ),
+            col_def("devices", Int64, "Distinct device hashes used."),
+            col_def("ips", Int64, "Distinct ip hashes used."),
+        ],
+        sort_by: &["account", "window"],
+        bloom: &["account"],
+        no_dictionary: &[],
+    }
+}
+
+/// `pair_features`: one row per unordered pair of accounts (a < b) and window.
+pub fn pair_table() -> TableDef {
+    use arrow::datatypes::DataType::*;
+    let ts = crate::lake::tables::ts_type();
+    TableDef {
+        name: "pair_features",
+        doc: "Per pair of accounts that played each other (a < b) and window: games together, results, stake flow, quick losses, departures and timeouts in favour of the other, shared device and ip hashes.",
+        partition: None,
+        columns: vec![
+            col_def("a", Utf8, "First account (alphabetical)."),
+            col_def("b", Utf8, "Second account."),
+            col_def("window", Utf8, "Window: 1d, 7d or 30d."),
+            col_def("window_end", ts, "End of the window."),
+            col_def("games", Int64, "Two-player games together."),
+            col_def("rated_games", Int64, "Rated games together."),
+            col_def("a_wins", Int64, "Games a won."),
+            col_def("b_wins", Int64, "Games b won."),
+            col_def("draws", Int64, "Draws."),
+            col_def(
+                "flow_a_to_b",
+                Int64,
+                "Net stake flow from a to b (b's net over their games).",
+            ),
+            col_def(
+                "a_quick_losses",
+                Int64,
+                "Games a lost to b within 12 accepted moves.",
+            ),
+            col_def(
+                "b_quick_losses",
+                Int64,
+                "Games b lost to a within 12 accepted moves.",
+            ),
+            col_def(
+                "a_gave_up",
+                Int64,
+                "Games a lost to b by leaving or timing out.",
+            ),
+            col_def(
+                "b_gave_up",
+                Int64,
+                "Games b lost to a by leaving or timing out.",
+            ),
+            col_def(
+                "result_switches",
+                Int64,
+                "Times the winner changed from one decided game to the next (win trading alternates).",
+            ),
+            col_def(
+                "shared_devices",
+                Int64,
+                "Device hashes both used in the window.",
+            ),
+            col_def("shared_ips", Int64, "Ip hashes both used in the window."),
+            col_def("max_stake", Int64, "Largest stake of their games."),
+        ],
+        sort_by: &["a", "b", "window"],
+        bloom: &["a", "b"],
+        no_dictionary: &[],
+    }
+}
+
+fn scan(snapshot: &Snapshot, table: &str) -> PolarsResult<Option<LazyFrame>> {
+    let paths: Vec<PlRefPath> = snapshot
+        .table_paths(table)
+        .iter()
+        .map(|p| PlRefPath::from(p.to_string_lossy().as_ref()))
+        .collect();
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let args = ScanArgsParquet {
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    LazyFrame::scan_parquet_files(paths.into_iter().collect(), args).map(Some)
+}
+
+/// epoch-ms column of a timestamp column.
+fn ms(name: &str) -> Expr {
+    col(name).cast(DataType::Int64)
+}
+
+fn cv(e: Expr) -> Expr {
+    e.clone().std(1) / e.mean()
+}
+
+fn count_if(cond: Expr) -> Expr {
+    cond.cast(DataType::Int64).sum()
+}
+
+/// Features of one window for every account with activity in it.
+fn account_window(
+    players: &LazyFrame,
+    moves: &LazyFrame,
+    departures: &LazyFrame,
+    findings: Option<&LazyFrame>,
+    end: i64,
+    days: i64,
+) -> PolarsResult<LazyFrame> {
+    let from = end - days * 86_400_000;
+    let window = format!("{days}d");
+    let in_window = |ts: &str| ms(ts).gt_eq(lit(from)).and(ms(ts).lt_eq(lit(end)));
+    let p = players.clone().filter(in_window("started_at"));
+    let games = p.clone().group_by([col("account")]).agg([
+        len().cast(DataType::Int64).alias("games"),
+        count_if(col("kind").eq(lit("draughts10"))).alias("games_draughts10"),
+        count_if(
+            col("kind")
+                .eq(lit("draughts8"))
+                .and(col("mode").eq(lit("standard"))),
+        )
+        .alias("games_draughts8"),
+        count_if(col("mode").eq(lit("medieval"))).alias("games_medieval"),
+        count_if(col("kind").eq(lit("ludo"))).alias("games_ludo"),
+        count_if(col("kind").eq(lit("belote"))).alias("games_belote"),
+        count_if(col("rated")).alias("rated_games"),
+        count_if(col("outcome").eq(lit("win"))).alias("wins"),
+        count_if(col("outcome").eq(lit("loss"))).alias("losses"),
+        count_if(col("outcome").eq(lit("draw"))).alias("draws"),
+        count_if(col("rated").and(col("outcome").eq(lit("win")))).alias("rated_wins"),
+        count_if(
+            col("rated")
+                .and(col("outcome").eq(lit("win")))
+                .and(col("mode").eq(lit("medieval"))),
+        )
+        .alias("rated_wins_medieval"),
+        count_if(col("rated").and(col("outcome").eq(lit("loss")))).alias("rated_losses"),
+        count_if(
+            col("rated")
+                .and(col("outcome").eq(lit("loss")))
+                .and(col("mode").eq(lit("medieval"))),
+        )
+        .alias("rated_losses_medieval"),
+        col("stake").sum().alias("staked"),
+        col("payout").fill_null(lit(0)).sum().alias("paid_out"),
+        col("net").fill_null(lit(0)).sum().alias("net"),
+        col("device")
+            .n_unique()
+            .cast(DataType::Int64)
+            .alias("devices"),
+        col("ip").n_unique().cast(DataType::Int64).alias("ips"),
+    ]);
+    // Quick losses: lost with few accepted moves in the whole game.
+    let game_len = moves
+        .clone()
+        .filter(col("accepted"))
+        .group_by([col("game")])
+        .agg([len().cast(DataType::Int64).alias("game_moves")]);
+    let quick = p
+        .clone()
+        .filter(col("outcome").eq(lit("loss")))
+        .join(
+            game_len,
+            [col("game")],
+            [col("game")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .filter(
+            col("game_moves")
+                .fill_null(lit(0))
+                .lt(lit(QUICK_LOSS_PLIES)),
+        )
+        .group_by([col("account")])
+        .agg([len().cast(DataType::Int64).alias("quick_losses")]);
+    let m = moves.clone().filter(in_window("ts"));
+    let tamper_causes = Series::new("causes".into(), TAMPER_CAUSES.to_vec());
+    let tamper = col("cause")
+        .is_in(lit(tamper_causes).implode(false), false)
+        .or(col("cause").eq(lit("out_of_turn")).and(
+            col("since_turn_ms")
+                .fill_null(lit(i64::MAX))
+                .gt(lit(RACE_MS)),
+        ));
+    let attempts = m.clone().group_by([col("player")]).agg([
+        len().cast(DataType::Int64).alias("attempts"),
+        count_if(col("accepted").not()).alias("rejected"),
+        count_if(col("accepted").not().and(tamper.clone())).alias("tamper_attempts"),
+        col("game")
+            .filter(col("accepted").not().and(tamper.clone()))
+            .n_unique()
+            .cast(DataType::Int64)
+            .alias("tamper_games"),
+        col("cause")
+            .filter(col("accepted").not().and(tamper))
+            .n_unique()
+            .cast(DataType::Int64)
+            .alias("tamper_kinds"),
+        count_if(
+            col("cause").eq(lit("out_of_turn")).and(
+                col("since_turn_ms")
+                    .fill_null(lit(i64::MAX))
+                    .lt_eq(lit(RACE_MS)),
+            ),
+        )
+        .alias("races"),
+        count_if(col("server_reason").eq(lit("malformed"))).alias("malformed"),
+        count_if(col("cause").eq(lit("after_end"))).alias("late_attempts"),
+    ]);
+    // Think times: the player's own accepted moves (not automatic, not passes the server records).
+    let own = m
+        .clone()
+        .filter(
+            col("accepted")
+                .and(col("auto").not())
+                .and(col("action").neq(lit("pass"))),
+        )
+        .sort(["game", "seq"], SortMultipleOptions::default());
+    let think = col("think_ms").cast(DataType::Float64);
+    let rolling = RollingOptionsFixedWindow {
+        window_size: 14,
+        min_periods: 14,
+        ..Default::default()
+    };
+    let own = own.with_columns([
+        (think.clone().rolling_std(rolling.clone()) / think.clone().rolling_mean(rolling))
+            .over([col("game"), col("player")])?
+            .alias("cv14"),
+        (think.clone().std(1) / think.clone().mean())
+            .over([col("game"), col("player")])?
+            .alias("cv_game"),
+        (think
+            .clone()
+            .gt_eq(col("limit_ms").cast(DataType::Float64) * lit(0.8)))
+        .alias("slow"),
+    ]);
+    let timing = own.clone().group_by([col("player")]).agg([
+        len().cast(DataType::Int64).alias("moves_timed"),
+        think.clone().mean().alias("think_mean_ms"),
+        cv(think.clone()).alias("think_cv"),
+        col("cv_game").median().alias("think_cv_game"),
+        col("cv14").median().alias("think_cv14"),
+        (count_if(col("think_ms").lt(lit(INSTANT_MS))).cast(DataType::Float64)
+            / len().cast(DataType::Float64))
+        .alias("instant_share"),
+        think
+            .clone()
+            .filter(col("forced").fill_null(lit(false)))
+            .mean()
+            .alias("forced_think_ms"),
+        col("slow")
+            .filter(col("balance").lt(lit(0.0)))
+            .cast(DataType::Float64)
+            .mean()
+            .alias("slow_share_losing"),
+        col("slow")
+            .filter(col("balance").fill_null(lit(0.0)).gt_eq(lit(0.0)))
+            .cast(DataType::Float64)
+            .mean()
+            .alias("slow_share_other"),
+    ]);
+    let d = departures.clone().filter(in_window("ts"));
+    let losing = col("losing").fill_null(lit(false));
+    let deps = d.group_by([col("player")]).agg([
+        count_if(col("event").eq(lit("left"))).alias("departures"),
+        count_if(col("event").eq(lit("left")).and(losing.clone())).alias("departures_losing"),
+        count_if(col("event").eq(lit("timeout"))).alias("timeouts"),
+        count_if(col("event").eq(lit("timeout")).and(losing.clone())).alias("timeouts_losing"),
+        count_if(col("event").eq(lit("timeout")).and(col("decisive"))).alias("decisive_timeouts"),
+        count_if(
+            col("event")
+                .eq(lit("timeout"))
+                .and(col("decisive"))
+                .and(losing),
+        )
+        .alias("decisive_timeouts_losing"),
+        col("elapsed_ms")
+            .filter(col("event").eq(lit("timeout")))
+            .cast(DataType::Float64)
+            .mean()
+            .alias("timeout_elapsed_ms"),
+    ]);
+    let mut out = games
+        .join(
+            quick,
+            [col("account")],
+            [col("account")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .join(
+            attempts,
+            [col("account")],
+            [col("player")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .join(
+            timing,
+            [col("account")],
+            [col("player")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .join(
+            deps,
+            [col("account")],
+            [col("player")],
+            JoinArgs::new(JoinType::Left),
+        );
+    match findings {
+        Some(f) => {
+            let integrity = f
+                .clone()
+                .filter(
+                    col("category")
+                        .eq(lit("integrity"))
+                        .and(col("account").is_not_null()),
+                )
+                .filter(ms("ts").gt_eq(lit(from)).or(col("ts").is_null()))
+                .group_by([col("account")])
+                .agg([len().cast(DataType::Int64).alias("integrity_findings")]);
+            out = out.join(
+                integrity,
+                [col("account")],
+                [col("account")],
+                JoinArgs::new(JoinType::Left),
+            );
+        }
+        None => {
+            out = out.with_columns([lit(NULL).cast(DataType::Int64).alias("integrity_findings")])
+        }
+    }
+    Ok(out.with_columns([
+        lit(window).alias("window"),
+        lit(end)
+            .cast(DataType::Datetime(
+                TimeUnit::Milliseconds,
+                Some(TimeZone::UTC),
+            ))
+            .alias("window_end"),
+    ]))
+}
+
+/// Pair features of one window: two-player games between the same accounts.
+fn pair_window(
+    players: &LazyFrame,
+    moves: &LazyFrame,
+    end: i64,
+    days: i64,
+) -> PolarsResult<LazyFrame> {
+    let from = end - days * 86_400_000;
+    let window = format!("{days}d");
+    let p = players
+        .clone()
+        .filter(
+            ms("started_at")
+                .gt_eq(lit(from))
+                .and(ms("started_at").lt_eq(lit(end))),
+        )
+        .filter(col("opponent").is_not_null());
+    let game_len = moves
+        .clone()
+        .filter(col("accepted"))
+        .group_by([col("game")])
+        .agg([len().cast(DataType::Int64).alias("game_moves")]);
+    // One row per game from a's side (a < b).
+    let a_side = p
+        .clone()
+        .filter(col("account").lt(col("opponent")))
+        .join(
+            game_len,
+            [col("game")],
+            [col("game")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .with_columns([
+            col("account").alias("a"),
+            col("opponent").alias("b"),
+            col("game_moves")
+                .fill_null(lit(0))
+                .lt(lit(QUICK_LOSS_PLIES))
+                .alias("quick"),
+            col("end_reason")
+                .is_in(
+                    lit(Series::new("r".into(), ["left", "timeout", "timeouts"])).implode(false),
+                    false,
+                )
+                .alias("gave_up"),
+        ]);
+    // Whether the loser left or timed out is on the loser's row.
+    let gave_up_by = p
+        .clone()
+        .filter(
+            col("outcome")
+                .eq(lit("loss"))
+                .and(col("left").or(col("timeouts").gt(lit(0)))),
+        )
+        .select([col("game"), col("account").alias("quitter")]);
+    let a_side = a_side
+        .join(
+            gave_up_by,
+            [col("game")],
+            [col("game")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .sort(["a", "b", "started_at"], SortMultipleOptions::default())
+        .with_columns([when(col("outcome").eq(lit("win")))
+            .then(lit(1i64))
+            .when(col("outcome").eq(lit("loss")))
+            .then(lit(-1i64))
+            .otherwise(lit(NULL).cast(DataType::Int64))
+            .alias("winner_sign")]);
+    // Alternation: decided games in order, counting changes of winner.
+    let switches = a_side
+        .clone()
+        .filter(col("winner_sign").is_not_null())
+        .with_columns([col("winner_sign")
+            .shift(lit(1))
+            .over([col("a"), col("b")])?
+            .alias("prev_sign")])
+        .group_by([col("a"), col("b")])
+        .agg([count_if(
+            col("prev_sign")
+                .is_not_null()
+                .and(col("prev_sign").neq(col("winner_sign"))),
+        )
+        .alias("result_switches")]);
+    let agg = a_side.group_by([col("a"), col("b")]).agg([
+        len().cast(DataType::Int64).alias("games"),
+        count_if(col("rated")).alias("rated_games"),
+        count_if(col("outcome").eq(lit("win"))).alias("a_wins"),
+        count_if(col("outcome").eq(lit("loss"))).alias("b_wins"),
+        count_if(col("outcome").eq(lit("draw"))).alias("draws"),
+        (lit(0i64) - col("net").fill_null(lit(0)))
+            .sum()
+            .alias("flow_a_to_b"),
+        count_if(col("outcome").eq(lit("loss")).and(col("quick"))).alias("a_quick_losses"),
+        count_if(col("outcome").eq(lit("win")).and(col("quick"))).alias("b_quick_losses"),
+        count_if(col("quitter").eq(col("a"))).alias("a_gave_up"),
+        count_if(col("quitter").eq(col("b"))).alias("b_gave_up"),
+        col("stake").max().alias("max_stake"),
+    ]);
+    // Shared hashes: devices and ips each account used in the window.
+    let used = |what: &str| {
+        p.clone()
+            .select([col("account"), col(what).alias("hash")])
+            .unique(None, UniqueKeepStrategy::Any)
+    };
+    let shared = |what: &str, name: &str| {
+        agg.clone()
+            .select([col("a"), col("b")])
+            .join(
+                used(what),
+                [col("a")],
+                [col("account")],
+                JoinArgs::new(JoinType::Inner),
+            )
+            .join(
+                used(what),
+                [col("b"), col("hash")],
+                [col("account"), col("hash")],
+                JoinArgs::new(JoinType::Inner),
+            )
+            .group_by([col("a"), col("b")])
+            .agg([len().cast(DataType::Int64).alias(name)])
+    };
+    let shared_dev = shared("device", "shared_devices");
+    let shared_ip = shared("ip", "shared_ips");
+    Ok(agg
+        .join(
+            switches,
+            [col("a"), col("b")],
+            [col("a"), col("b")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .join(
+            shared_dev,
+            [col("a"), col("b")],
+            [col("a"), col("b")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .join(
+            shared_ip,
+            [col("a"), col("b")],
+            [col("a"), col("b")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .with_columns([
+            col("result_switches").fill_null(lit(0i64)),
+            col("shared_devices").fill_null(lit(0i64)),
+            col("shared_ips").fill_null(lit(0i64)),
+            lit(window).alias("window"),
+            lit(end)
+                .cast(DataType::Datetime(
+                    TimeUnit::Milliseconds,
+                    Some(TimeZone::UTC),
+                ))
+                .alias("window_end"),
+        ]))
+}
+
+/// Selects the table's columns in order, cast to the declared types.
+fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
+    use arrow::datatypes::DataType as A;
+    let exprs: Vec<Expr> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let ty = match &c.ty {
+                A::Utf8 => DataType::String,
+                A::Int64 => DataType::Int64,
+                A::Float64 => DataType::Float64,
+                A::Boolean => DataType::Boolean,
+                A::Timestamp(_, _) => {
+                    DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC))
+                }
+                _ => DataType::String,
+            };
+            col(c.name).cast(ty).alias(c.name)
+        })
+        .collect();
+    let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
+    lf.select(exprs).sort(sort, SortMultipleOptions::default())
+}
+
+/// What a features run did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FeaturesReport {
+    pub version: Option<u64>,
+    pub account_rows: u64,
+    pub pair_rows: u64,
+    pub elapsed_ms: u64,
+}
+
+/// Computes the features of the latest snapshot and commits them (replacing the previous ones).
+pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
+    let started = std::time::Instant::now();
+    let mut writer = lake.writer()?;
+    let snapshot = lake.snapshot()?;
+    let replayed = snapshot
+        .state
+        .stages
+        .get(crate::replay::run::STAGE)
+        .cloned();
+    let end = snapshot
+        .state
+        .table_files("events")
+        .filter_map(|f| f.max_ts)
+        .max()
+        .unwrap_or(0);
+    let (Some(players), Some(moves)) =
+        (scan(&snapshot, "game_players")?, scan(&snapshot, "moves")?)
+    else {
+        return Ok(FeaturesReport::default());
+    };
+    let departures = match scan(&snapshot, "departures")? {
+        Some(d) => d,
+        None => moves.clone().limit(0).select([
+            col("game"),
+            col("seq"),
+            col("ts"),
+            col("player"),
+            lit("").alias("event"),
+            lit(false).alias("losing"),
+            lit(false).alias("decisive"),
+            lit(0i64).alias("elapsed_ms"),
+        ]),
+    };
+    let findings = scan(&snapshot, "findings")?;
+    let mut account_frames = Vec::new();
+    let mut pair_frames = Vec::new();
+    for days in WINDOWS {
+        account_frames.push(account_window(
+            &players,
+            &moves,
+            &departures,
+            findings.as_ref(),
+            end,
+            days,
+        )?);
+        pair_frames.push(pair_window(&players, &moves, end, days)?);
+    }
+    let accounts = conform(
+        concat(account_frames, UnionArgs::default())?,
+        &account_table(),
+    )
+    .collect()?;
+    let pairs = conform(concat(pair_frames, UnionArgs::default())?, &pair_table()).collect()?;
+    let mut txn = writer.begin("features")?;
+    for f in snapshot
+        .state
+        .table_files("account_features")
+        .chain(snapshot.state.table_files("pair_features"))
+    {
+        txn.remove_file(&f.path);
+    }
+    let mut report = FeaturesReport::default();
+    for (def, mut df) in [(account_table(), accounts), (pair_table(), pairs)] {
+        let rows = df.height() as u64;
+        if def.name == "account_features" {
+            report.account_rows = rows;
+        } else {
+            report.pair_rows = rows;
+        }
+        let file = txn.new_file(def.name, None)?;
+        let bytes = write_parquet(&file.pending, &mut df)?;
+        txn.add_file_meta(
+            file,
+            FileMeta {
+                rows,
+                bytes,
+                ..FileMeta::default()
+            },
+        );
+    }
+    txn.set_stage(STAGE, serde_json::json!({ "version": snapshot.version(), "window_end_ms": end, "replay": replayed }));
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
+    Ok(report)
+}
+
+fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<u64, FeaturesError> {
+    let file = std::fs::File::create(path).map_err(|source| FeaturesError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bytes = ParquetWriter::new(file)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::full())
+        .finish(df)?;
+    Ok(bytes)
+}

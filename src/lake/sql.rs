@@ -1,0 +1,296 @@
+//! The lake in DataFusion: every table registered from one committed snapshot, read-only.
+//!
+//! Tables are DataFusion listing tables (Hive partitions, Parquet pruning,
+//! declared sort order) over a read-only object store that lists exactly the
+//! snapshot's committed files: files being written, and files removed by a
+//! later commit but still on disk, are invisible; writes are refused.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::{SortExpr, col};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::stream::{self, BoxStream, StreamExt};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+
+use super::Snapshot;
+use super::tables::TableDef;
+
+/// The URL the snapshot store is registered under.
+pub const STORE_URL: &str = "vigie://lake/";
+
+/// Read-only object store over a snapshot's committed files.
+#[derive(Debug)]
+pub struct SnapshotStore {
+    root: std::path::PathBuf,
+    /// Committed files: object path (relative to the root) and size.
+    files: Vec<(String, u64)>,
+    local: LocalFileSystem,
+}
+
+impl fmt::Display for SnapshotStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SnapshotStore({})", self.root.display())
+    }
+}
+
+impl SnapshotStore {
+    pub fn new(snapshot: &Snapshot) -> SnapshotStore {
+        let mut files: Vec<(String, u64)> = snapshot
+            .state
+            .files
+            .values()
+            .map(|f| (f.path.clone(), f.bytes))
+            .collect();
+        files.sort();
+        SnapshotStore {
+            root: snapshot.root().to_path_buf(),
+            files,
+            local: LocalFileSystem::new(),
+        }
+    }
+
+    fn absolute(&self, location: &ObjPath) -> object_store::Result<ObjPath> {
+        let rel = location.as_ref();
+        if !self.files.iter().any(|(p, _)| p == rel) {
+            return Err(object_store::Error::NotFound {
+                path: rel.to_string(),
+                source: "not a committed file of this snapshot".into(),
+            });
+        }
+        let fin = self.root.join(rel);
+        let path = if fin.exists() {
+            fin
+        } else {
+            super::pending_path(&fin)
+        };
+        ObjPath::from_absolute_path(&path).map_err(object_store::Error::from)
+    }
+
+    fn meta(&self, rel: &str, size: u64) -> ObjectMeta {
+        ObjectMeta {
+            location: ObjPath::from(rel),
+            last_modified: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            size,
+            e_tag: None,
+            version: None,
+        }
+    }
+
+    fn under<'a>(
+        &'a self,
+        prefix: Option<&ObjPath>,
+    ) -> impl Iterator<Item = &'a (String, u64)> + 'a {
+        let prefix = prefix
+            .map(|p| format!("{}/", p.as_ref().trim_end_matches('/')))
+            .filter(|p| p != "/");
+        self.files.iter().filter(move |(p, _)| {
+            prefix
+                .as_ref()
+                .is_none_or(|pre| p.starts_with(pre.as_str()))
+        })
+    }
+}
+
+fn read_only(op: &str) -> object_store::Error {
+    object_store::Error::NotSupported {
+        source: format!("the lake is read-only here ({op})").into(),
+    }
+}
+
+#[async_trait]
+impl ObjectStore for SnapshotStore {
+    async fn put_opts(
+        &self,
+        _: &ObjPath,
+        _: PutPayload,
+        _: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        Err(read_only("put"))
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _: &ObjPath,
+        _: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        Err(read_only("put"))
+    }
+
+    async fn get_opts(
+        &self,
+        location: &ObjPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let abs = self.absolute(location)?;
+        let mut r = self.local.get_opts(&abs, options).await?;
+        r.meta.location = location.clone();
+        Ok(r)
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &ObjPath,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        let abs = self.absolute(location)?;
+        self.local.get_ranges(&abs, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjPath>> {
+        locations.map(|_| Err(read_only("delete"))).boxed()
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&ObjPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let items: Vec<object_store::Result<ObjectMeta>> = self
+            .under(prefix)
+            .map(|(p, size)| Ok(self.meta(p, *size)))
+            .collect();
+        stream::iter(items).boxed()
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjPath>,
+    ) -> object_store::Result<ListResult> {
+        let base = prefix
+            .map(|p| p.as_ref().trim_end_matches('/').to_string())
+            .unwrap_or_default();
+        let skip = if base.is_empty() { 0 } else { base.len() + 1 };
+        let mut common = std::collections::BTreeSet::new();
+        let mut objects = Vec::new();
+        for (p, size) in self.under(prefix) {
+            let rest = &p[skip..];
+            match rest.split_once('/') {
+                Some((dir, _)) => {
+                    common.insert(if base.is_empty() {
+                        dir.to_string()
+                    } else {
+                        format!("{base}/{dir}")
+                    });
+                }
+                None => objects.push(self.meta(p, *size)),
+            }
+        }
+        Ok(ListResult {
+            common_prefixes: common.into_iter().map(ObjPath::from).collect(),
+            objects,
+        })
+    }
+
+    async fn copy_opts(
+        &self,
+        _: &ObjPath,
+        _: &ObjPath,
+        _: CopyOptions,
+    ) -> object_store::Result<()> {
+        Err(read_only("copy"))
+    }
+}
+
+/// Resource limits of a SQL session.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Memory pool of the session (bytes); operators that can spill do so beyond it.
+    pub memory_bytes: usize,
+    /// Worker threads per query.
+    pub partitions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 1 << 30,
+            partitions: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        }
+    }
+}
+
+/// A DataFusion session with every lake table of the snapshot registered.
+pub async fn session(
+    snapshot: &Snapshot,
+    tables: &[TableDef],
+    limits: Limits,
+) -> datafusion::error::Result<SessionContext> {
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limits.memory_bytes, 1.0)
+        .build_arc()?;
+    let config = SessionConfig::new()
+        .with_target_partitions(limits.partitions)
+        .with_information_schema(true)
+        .with_default_catalog_and_schema("vigie", "lake");
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let url = url::Url::parse(STORE_URL)
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+    ctx.register_object_store(&url, Arc::new(SnapshotStore::new(snapshot)));
+    for def in tables {
+        register(&ctx, snapshot, def).await?;
+    }
+    Ok(ctx)
+}
+
+/// Registers one table of the snapshot (an empty table when it has no file yet).
+pub async fn register(
+    ctx: &SessionContext,
+    snapshot: &Snapshot,
+    def: &TableDef,
+) -> datafusion::error::Result<()> {
+    let schema = def.schema();
+    if snapshot.state.table_files(def.name).next().is_none() {
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        if let Some(p) = def.partition {
+            fields.push(Arc::new(datafusion::arrow::datatypes::Field::new(
+                p,
+                DataType::Date32,
+                false,
+            )));
+        }
+        let full = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
+        let empty = MemTable::try_new(full, vec![vec![]])?;
+        ctx.register_table(def.name, Arc::new(empty))?;
+        return Ok(());
+    }
+    let url = ListingTableUrl::parse(format!("{STORE_URL}{}/", def.name))?;
+    let sort: Vec<SortExpr> = def
+        .sort_by
+        .iter()
+        .map(|c| col(*c).sort(true, false))
+        .collect();
+    let mut opts =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    if let Some(p) = def.partition {
+        opts = opts.with_table_partition_cols(vec![(p.to_string(), DataType::Date32)]);
+    }
+    if !sort.is_empty() {
+        opts = opts.with_file_sort_order(vec![sort]);
+    }
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(opts)
+        .with_schema(schema);
+    let table = ListingTable::try_new(config)?;
+    ctx.register_table(def.name, Arc::new(table))?;
+    Ok(())
+}

@@ -1,0 +1,423 @@
+//! The compliance audit report: a period's evidence that games were fair and rules enforced, as a hashed, reproducible bundle.
+//!
+//! The bundle holds `summary.json` and `summary.html`, the evidence files
+//! behind every figure (`evidence/*.csv` and `evidence/*.parquet`), a
+//! `MANIFEST.sha256` in `sha256sum` format and `DIGEST` (the SHA-256 of the
+//! manifest: one number for the whole bundle). Nothing in it depends on the
+//! wall clock: the same lake snapshot and period give the same bytes.
+
+pub mod html;
+pub mod randomness;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use arrow::array::RecordBatch;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::lake::{Lake, LakeError, Snapshot, hex};
+
+/// The report's SQL, shipped with the binary (the files live in `queries/report/`).
+pub const QUERIES: [(&str, &str); 10] = [
+    ("volumes", include_str!("../../queries/report/volumes.sql")),
+    (
+        "fairness_checks",
+        include_str!("../../queries/report/fairness_checks.sql"),
+    ),
+    (
+        "fairness_failures",
+        include_str!("../../queries/report/fairness_failures.sql"),
+    ),
+    (
+        "integrity",
+        include_str!("../../queries/report/integrity.sql"),
+    ),
+    (
+        "integrity_events",
+        include_str!("../../queries/report/integrity_events.sql"),
+    ),
+    ("flags", include_str!("../../queries/report/flags.sql")),
+    ("dice", include_str!("../../queries/report/dice.sql")),
+    ("seeds", include_str!("../../queries/report/seeds.sql")),
+    ("deals", include_str!("../../queries/report/deals.sql")),
+    ("duels", include_str!("../../queries/report/duels.sql")),
+];
+
+/// Options of a report.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// First day of the period (`YYYY-MM-DD`, UTC).
+    pub from: String,
+    /// Last day of the period (inclusive).
+    pub to: String,
+    /// When the report is generated (an input, so that runs are reproducible).
+    pub generated_at: String,
+    /// Significance level of the randomness tests (before the Holm correction).
+    pub alpha: f64,
+    pub out: PathBuf,
+}
+
+/// Errors of the report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("query {name}: {source}")]
+    Query {
+        name: String,
+        source: datafusion::error::DataFusionError,
+    },
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid option: {0}")]
+    Option(String),
+    #[error("runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The figures of the report (also `summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub scope: Scope,
+    pub volumes: Vec<BTreeMap<String, serde_json::Value>>,
+    pub fairness: Fairness,
+    pub randomness: randomness::Randomness,
+    pub integrity: Vec<BTreeMap<String, serde_json::Value>>,
+    pub enforcement: Enforcement,
+    /// Evidence files by figure.
+    pub evidence: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Scope {
+    pub period_from: String,
+    pub period_to: String,
+    pub generated_at: String,
+    pub vigie_version: String,
+    pub build: String,
+    pub lake_snapshot: String,
+    pub lake_version: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fairness {
+    pub by_kind: Vec<BTreeMap<String, serde_json::Value>>,
+    pub commitments_checked: i64,
+    pub commitments_failed: i64,
+    pub seed_reuse: i64,
+    pub missing_reveals: i64,
+    pub failures: Vec<BTreeMap<String, serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Enforcement {
+    pub flags: Vec<BTreeMap<String, serde_json::Value>>,
+    pub flags_total: i64,
+    pub audit: crate::review::AuditSummary,
+}
+
+/// The build the binary came from (set by build.rs from git), or `unknown`.
+pub fn build_id() -> &'static str {
+    option_env!("VIGIE_BUILD").unwrap_or("unknown")
+}
+
+fn check_date(s: &str) -> Result<(), ReportError> {
+    crate::log::syntax::parse_ts(&format!("{s}T00:00:00.000Z"))
+        .map(|_| ())
+        .map_err(|e| ReportError::Option(format!("{s:?} is not a date YYYY-MM-DD ({e})")))
+}
+
+/// Generates the bundle into `opts.out` from the lake's latest snapshot; returns the summary and the digest.
+pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), ReportError> {
+    check_date(&opts.from)?;
+    check_date(&opts.to)?;
+    if crate::log::syntax::parse_ts(&opts.generated_at).is_err() {
+        return Err(ReportError::Option(format!(
+            "{:?} is not a timestamp YYYY-MM-DDTHH:MM:SS.mmmZ",
+            opts.generated_at
+        )));
+    }
+    let snapshot = lake.snapshot()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ReportError::Runtime)?;
+    let results = rt.block_on(run_queries(&snapshot, opts))?;
+    // Clean output directory (only what the bundle contains is in it).
+    if opts.out.exists() {
+        std::fs::remove_dir_all(&opts.out).map_err(io(&opts.out))?;
+    }
+    let evidence_dir = opts.out.join("evidence");
+    std::fs::create_dir_all(&evidence_dir).map_err(io(&evidence_dir))?;
+    let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut tables: BTreeMap<String, Vec<BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
+    for (name, batches) in &results {
+        if matches!(name.as_str(), "duels") {
+            continue; // raw lines: the duel outcomes table below is the evidence
+        }
+        let files = write_evidence(&evidence_dir, name, batches)?;
+        evidence.insert(name.clone(), files);
+        tables.insert(name.clone(), rows(batches)?);
+    }
+    let randomness = randomness::compute(&results, opts.alpha)?;
+    for (name, batch) in randomness::evidence_tables(&randomness)? {
+        let files = write_evidence(&evidence_dir, &name, &[batch])?;
+        evidence.insert(name, files);
+    }
+    let audit = crate::review::summarize(&snapshot, &opts.from, &opts.to)
+        .map_err(|e| ReportError::Option(e.to_string()))?;
+    {
+        let batch = crate::review::audit_batch(&audit.entries)?;
+        let files = write_evidence(&evidence_dir, "audit_log", &[batch])?;
+        evidence.insert("audit_log".into(), files);
+    }
+    let fairness_rows = tables.remove("fairness_checks").unwrap_or_default();
+    let failures = tables.remove("fairness_failures").unwrap_or_default();
+    let sum = |rows: &[BTreeMap<String, serde_json::Value>], k: &str| -> i64 {
+        rows.iter()
+            .filter_map(|r| r.get(k).and_then(serde_json::Value::as_i64))
+            .sum()
+    };
+    let count_code = |code: &str| {
+        failures
+            .iter()
+            .filter(|f| f.get("code").and_then(|c| c.as_str()) == Some(code))
+            .count() as i64
+    };
+    let fairness = Fairness {
+        commitments_checked: sum(&fairness_rows, "commitments"),
+        commitments_failed: count_code("commitment_mismatch")
+            + count_code("commitment_missing")
+            + count_code("late_commitment"),
+        seed_reuse: count_code("seed_reused"),
+        missing_reveals: count_code("seed_missing"),
+        by_kind: fairness_rows,
+        failures,
+    };
+    let flags = tables.remove("flags").unwrap_or_default();
+    let summary = Summary {
+        scope: Scope {
+            period_from: opts.from.clone(),
+            period_to: opts.to.clone(),
+            generated_at: opts.generated_at.clone(),
+            vigie_version: env!("CARGO_PKG_VERSION").to_string(),
+            build: build_id().to_string(),
+            lake_snapshot: snapshot.id(),
+            lake_version: snapshot.version(),
+        },
+        volumes: tables.remove("volumes").unwrap_or_default(),
+        fairness,
+        randomness,
+        integrity: tables.remove("integrity").unwrap_or_default(),
+        enforcement: Enforcement {
+            flags_total: sum(&flags, "flags"),
+            flags,
+            audit,
+        },
+        evidence,
+    };
+    let json =
+        serde_json::to_string_pretty(&summary).map_err(|e| ReportError::Option(e.to_string()))?;
+    let json_path = opts.out.join("summary.json");
+    std::fs::write(&json_path, json + "\n").map_err(io(&json_path))?;
+    let html_path = opts.out.join("summary.html");
+    std::fs::write(&html_path, html::render(&summary)).map_err(io(&html_path))?;
+    let digest = write_manifest(&opts.out)?;
+    Ok((summary, digest))
+}
+
+async fn run_queries(
+    snapshot: &Snapshot,
+    opts: &ReportOptions,
+) -> Result<Vec<(String, Vec<RecordBatch>)>, ReportError> {
+    let mut tables = crate::sql::all_tables();
+    tables.push(crate::review::AuditRow::def());
+    let ctx = crate::lake::sql::session(snapshot, &tables, crate::lake::sql::Limits::default())
+        .await
+        .map_err(|source| ReportError::Query {
+            name: "(session)".into(),
+            source,
+        })?;
+    let mut out = Vec::new();
+    for (name, sql) in QUERIES {
+        let sql = sql
+            .replace("${from}", &opts.from)
+            .replace("${to}", &opts.to);
+        let q = |source| ReportError::Query {
+            name: name.to_string(),
+            source,
+        };
+        let batches = ctx.sql(&sql).await.map_err(q)?.collect().await.map_err(q)?;
+        out.push((name.to_string(), batches));
+    }
+    Ok(out)
+}
+
+/// Batches as JSON objects (column order kept by BTreeMap's sorting: stable).
+pub fn rows(
+    batches: &[RecordBatch],
+) -> Result<Vec<BTreeMap<String, serde_json::Value>>, ReportError> {
+    let mut out = Vec::new();
+    for b in batches {
+        if b.num_rows() == 0 {
+            continue;
+        }
+        let mut buf = Vec::new();
+        {
+            let mut w = arrow::json::ArrayWriter::new(&mut buf);
+            w.write(b)?;
+            w.finish()?;
+        }
+        let v: Vec<BTreeMap<String, serde_json::Value>> =
+            serde_json::from_slice(&buf).map_err(|e| ReportError::Option(e.to_string()))?;
+        out.extend(v);
+    }
+    Ok(out)
+}
+
+/// Writes one evidence table as CSV and Parquet; returns the relative paths.
+fn write_evidence(
+    dir: &Path,
+    name: &str,
+    batches: &[RecordBatch],
+) -> Result<Vec<String>, ReportError> {
+    let schema = match batches.first() {
+        Some(b) => b.schema(),
+        None => std::sync::Arc::new(arrow::datatypes::Schema::empty()),
+    };
+    let csv_path = dir.join(format!("{name}.csv"));
+    {
+        let file = std::fs::File::create(&csv_path).map_err(io(&csv_path))?;
+        let mut w = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(file);
+        if batches.is_empty() {
+            w.write(&RecordBatch::new_empty(schema.clone()))?;
+        }
+        for b in batches {
+            w.write(b)?;
+        }
+    }
+    let pq_path = dir.join(format!("{name}.parquet"));
+    {
+        let file = std::fs::File::create(&pq_path).map_err(io(&pq_path))?;
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_created_by(format!("vigie {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props))?;
+        for b in batches {
+            w.write(b)?;
+        }
+        w.close()?;
+    }
+    Ok(vec![
+        format!("evidence/{name}.csv"),
+        format!("evidence/{name}.parquet"),
+    ])
+}
+
+/// Every file of a bundle (relative, sorted), manifest and digest excepted.
+fn bundle_files(dir: &Path) -> Result<Vec<String>, ReportError> {
+    let files = crate::lake::walk_files(dir)?;
+    let mut out: Vec<String> = files
+        .iter()
+        .filter_map(|p| p.strip_prefix(dir).ok())
+        .map(|p| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .filter(|p| p != "MANIFEST.sha256" && p != "DIGEST")
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn sha256_file(path: &Path) -> Result<String, ReportError> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+/// Writes `MANIFEST.sha256` (sha256sum format) and `DIGEST`; returns the digest.
+fn write_manifest(dir: &Path) -> Result<String, ReportError> {
+    let mut manifest = String::new();
+    for f in bundle_files(dir)? {
+        manifest.push_str(&format!("{}  {f}\n", sha256_file(&dir.join(&f))?));
+    }
+    let path = dir.join("MANIFEST.sha256");
+    std::fs::write(&path, &manifest).map_err(io(&path))?;
+    let digest = hex(&Sha256::digest(manifest.as_bytes()));
+    let dpath = dir.join("DIGEST");
+    std::fs::write(&dpath, format!("{digest}\n")).map_err(io(&dpath))?;
+    Ok(digest)
+}
+
+/// What `vigie report verify` found.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct BundleCheck {
+    pub changed: Vec<String>,
+    pub missing: Vec<String>,
+    pub extra: Vec<String>,
+    /// Whether DIGEST is the SHA-256 of the manifest.
+    pub digest_ok: bool,
+    pub digest: String,
+}
+
+impl BundleCheck {
+    pub fn ok(&self) -> bool {
+        self.changed.is_empty()
+            && self.missing.is_empty()
+            && self.extra.is_empty()
+            && self.digest_ok
+    }
+}
+
+/// Re-hashes a bundle against its manifest.
+pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
+    let mpath = dir.join("MANIFEST.sha256");
+    let manifest = std::fs::read_to_string(&mpath).map_err(io(&mpath))?;
+    let mut check = BundleCheck {
+        digest: hex(&Sha256::digest(manifest.as_bytes())),
+        ..BundleCheck::default()
+    };
+    check.digest_ok =
+        std::fs::read_to_string(dir.join("DIGEST")).is_ok_and(|d| d.trim() == check.digest);
+    let mut listed = Vec::new();
+    for line in manifest.lines() {
+        let Some((hash, file)) = line.split_once("  ") else {
+            check
+                .changed
+                .push(format!("MANIFEST.sha256: unreadable line {line:?}"));
+            continue;
+        };
+        listed.push(file.to_string());
+        let path = dir.join(file);
+        if !path.exists() {
+            check.missing.push(file.to_string());
+        } else if sha256_file(&path)? != hash {
+            check.changed.push(file.to_string());
+        }
+    }
+    for f in bundle_files(dir)? {
+        if !listed.contains(&f) {
+            check.extra.push(f);
+        }
+    }
+    Ok(check)
+}

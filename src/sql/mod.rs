@@ -1,0 +1,219 @@
+//! Read-only, bounded SQL over the lake for analysts, the dashboard console and the PostgreSQL endpoint.
+//!
+//! One [`Guard`] applies the same rules on every path: only queries (no DDL,
+//! DML or statements such as SET, checked statement by statement), no table
+//! functions (no file reading, no `generate_series` row bombs), a memory
+//! pool per session, a time limit per query that also stops streaming, a row
+//! limit where results are shown to people, and a log line per query.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use futures::StreamExt;
+
+use crate::lake::sql::{Limits, session};
+use crate::lake::{Lake, Snapshot, tables};
+
+/// Limits applied to analysts' queries.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryLimits {
+    pub memory_bytes: usize,
+    pub timeout: Duration,
+    /// Rows returned at most (None: all).
+    pub max_rows: Option<usize>,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        QueryLimits {
+            memory_bytes: 512 << 20,
+            timeout: Duration::from_secs(30),
+            max_rows: None,
+        }
+    }
+}
+
+/// Why a query was refused or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("stopped: the query ran longer than {0:?}")]
+    Timeout(Duration),
+    #[error("{0}")]
+    DataFusion(#[from] DataFusionError),
+    #[error(transparent)]
+    Lake(#[from] crate::lake::LakeError),
+}
+
+/// Every table Vigie writes, for registration.
+pub fn all_tables() -> Vec<tables::TableDef> {
+    let mut v = tables::all();
+    v.extend(crate::replay::run::derived_table_defs());
+    v.push(crate::features::account_table());
+    v.push(crate::features::pair_table());
+    v.push(crate::detect::FlagRow::def());
+    v
+}
+
+/// A read-only SQL session over one snapshot of the lake.
+pub struct Guard {
+    ctx: SessionContext,
+    snapshot: Arc<Snapshot>,
+    limits: QueryLimits,
+}
+
+impl Guard {
+    /// Opens a session on the latest committed snapshot.
+    pub async fn open(lake: &Lake, limits: QueryLimits) -> Result<Guard, SqlError> {
+        let snapshot = lake.snapshot()?;
+        Guard::on(snapshot, limits).await
+    }
+
+    /// Opens a session on a given snapshot.
+    pub async fn on(snapshot: Snapshot, limits: QueryLimits) -> Result<Guard, SqlError> {
+        let lim = Limits {
+            memory_bytes: limits.memory_bytes,
+            ..Limits::default()
+        };
+        let ctx = session(&snapshot, &all_tables(), lim).await?;
+        for f in ["generate_series", "range", "unnest"] {
+            ctx.deregister_udtf(f);
+        }
+        Ok(Guard {
+            ctx,
+            snapshot: Arc::new(snapshot),
+            limits,
+        })
+    }
+
+    /// The snapshot the session reads.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The underlying DataFusion session (for registering views).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Checks that every statement of `sql` is a read query.
+    pub fn check(sql: &str) -> Result<(), SqlError> {
+        let statements = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})
+            .map_err(|e| SqlError::Refused(e.to_string()))?;
+        if statements.is_empty() {
+            return Err(SqlError::Refused("empty query".into()));
+        }
+        for s in &statements {
+            match s {
+                DFStatement::Statement(st) => match st.as_ref() {
+                    Statement::Query(_) => {}
+                    Statement::Explain { statement, .. }
+                        if matches!(statement.as_ref(), Statement::Query(_)) => {}
+                    other => {
+                        let text = other.to_string();
+                        let verb = text
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("statement")
+                            .to_uppercase();
+                        return Err(SqlError::Refused(format!(
+                            "{verb} is not allowed: the lake is read-only"
+                        )));
+                    }
+                },
+                DFStatement::CreateExternalTable(_) => {
+                    return Err(SqlError::Refused(
+                        "CREATE EXTERNAL TABLE is not allowed: the lake is read-only".into(),
+                    ));
+                }
+                DFStatement::CopyTo(_) => {
+                    return Err(SqlError::Refused(
+                        "COPY is not allowed: the lake is read-only".into(),
+                    ));
+                }
+                DFStatement::Explain(_) => {}
+                _ => return Err(SqlError::Refused("only queries are allowed".into())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts one read query and returns its stream (the caller applies [`Guard::collect`] or streams it).
+    pub async fn stream(&self, sql: &str) -> Result<SendableRecordBatchStream, SqlError> {
+        Guard::check(sql)?;
+        let opts = datafusion::execution::context::SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let df = self.ctx.sql_with_options(sql, opts).await?;
+        Ok(df.execute_stream().await?)
+    }
+
+    /// Runs a read query to completion within the time and row limits, logging who ran what.
+    pub async fn query(&self, sql: &str, who: &str) -> Result<Vec<RecordBatch>, SqlError> {
+        let started = Instant::now();
+        let result = self.query_inner(sql).await;
+        let rows: usize = result
+            .as_ref()
+            .map(|b| b.iter().map(RecordBatch::num_rows).sum())
+            .unwrap_or(0);
+        tracing::info!(
+            target: "vigie::sql",
+            who,
+            query = sql,
+            ms = started.elapsed().as_millis() as u64,
+            rows,
+            ok = result.is_ok(),
+            "analyst query"
+        );
+        result
+    }
+
+    async fn query_inner(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
+        let timeout = self.limits.timeout;
+        let max_rows = self.limits.max_rows;
+        let work = async {
+            let mut stream = self.stream(sql).await?;
+            let mut out = Vec::new();
+            let mut rows = 0usize;
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                rows += batch.num_rows();
+                out.push(batch);
+                if max_rows.is_some_and(|m| rows >= m) {
+                    break;
+                }
+            }
+            if let Some(m) = max_rows {
+                out = truncate(out, m);
+            }
+            Ok::<_, SqlError>(out)
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(SqlError::Timeout(timeout)),
+        }
+    }
+}
+
+fn truncate(batches: Vec<RecordBatch>, max: usize) -> Vec<RecordBatch> {
+    let mut left = max;
+    let mut out = Vec::new();
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let take = b.num_rows().min(left);
+        left -= take;
+        out.push(b.slice(0, take));
+    }
+    out
+}
