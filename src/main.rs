@@ -120,6 +120,11 @@ enum Command {
         #[command(flatten)]
         args: ReportArgs,
     },
+    /// Prints generated documentation (`tables`: docs/tables.md).
+    Docs {
+        /// What to print: `tables`.
+        what: String,
+    },
     /// Replays new or changed games of the lake through the rules engines into findings, games, moves and departures.
     Replay {
         /// Lake directory.
@@ -356,6 +361,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 out.display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Docs { what } => {
+            anyhow::ensure!(
+                what == "tables",
+                "unknown documentation {what:?}: try `tables`"
+            );
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            print!("{}", rt.block_on(vigie::sql::docs::tables_markdown())?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Sql {

@@ -95,6 +95,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot with no table file (for schemas and documentation).
+    pub fn empty(root: &Path) -> Snapshot {
+        Snapshot {
+            root: root.to_path_buf(),
+            state: State::default(),
+        }
+    }
+
     /// Lake version of this snapshot.
     pub fn version(&self) -> u64 {
         self.state.version

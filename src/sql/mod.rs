@@ -6,6 +6,8 @@
 //! pool per session, a time limit per query that also stops streaming, a row
 //! limit where results are shown to people, and a log line per query.
 
+pub mod docs;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,7 +62,63 @@ pub fn all_tables() -> Vec<tables::TableDef> {
     v.push(crate::features::account_table());
     v.push(crate::features::pair_table());
     v.push(crate::detect::FlagRow::def());
+    v.push(crate::review::AuditRow::def());
     v
+}
+
+/// The analysts' views (`queries/views/*.sql`), shipped with the binary: (name, doc, SELECT).
+pub const VIEW_FILES: [&str; 6] = [
+    include_str!("../../queries/views/account_risk.sql"),
+    include_str!("../../queries/views/daily_volumes.sql"),
+    include_str!("../../queries/views/departures_when_losing.sql"),
+    include_str!("../../queries/views/pair_stake_flows.sql"),
+    include_str!("../../queries/views/rejected_attempts_by_cause.sql"),
+    include_str!("../../queries/views/review_state.sql"),
+];
+
+/// A view: its name, documentation and query.
+#[derive(Debug, Clone)]
+pub struct View {
+    pub name: String,
+    pub doc: String,
+    pub sql: String,
+}
+
+/// Parses the view files (`-- view:` and `-- doc:` header lines, then the SELECT).
+pub fn views() -> Vec<View> {
+    VIEW_FILES
+        .iter()
+        .map(|text| {
+            let mut name = String::new();
+            let mut doc = String::new();
+            let mut body = Vec::new();
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("-- view:") {
+                    name = v.trim().to_string();
+                } else if let Some(d) = line.strip_prefix("-- doc:") {
+                    doc = d.trim().to_string();
+                } else {
+                    body.push(line);
+                }
+            }
+            View {
+                name,
+                doc,
+                sql: body.join("\n"),
+            }
+        })
+        .collect()
+}
+
+/// Registers the views in a session.
+pub async fn register_views(ctx: &SessionContext) -> Result<(), DataFusionError> {
+    for v in views() {
+        ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
+            .await?
+            .collect()
+            .await?;
+    }
+    Ok(())
 }
 
 /// A read-only SQL session over one snapshot of the lake.
@@ -84,6 +142,7 @@ impl Guard {
             ..Limits::default()
         };
         let ctx = session(&snapshot, &all_tables(), lim).await?;
+        register_views(&ctx).await?;
         for f in ["generate_series", "range", "unnest"] {
             ctx.deregister_udtf(f);
         }
@@ -182,6 +241,7 @@ impl Guard {
         let max_rows = self.limits.max_rows;
         let work = async {
             let mut stream = self.stream(sql).await?;
+            let schema = stream.schema();
             let mut out = Vec::new();
             let mut rows = 0usize;
             while let Some(batch) = stream.next().await {
@@ -194,6 +254,9 @@ impl Guard {
             }
             if let Some(m) = max_rows {
                 out = truncate(out, m);
+            }
+            if out.is_empty() {
+                out.push(RecordBatch::new_empty(schema));
             }
             Ok::<_, SqlError>(out)
         };

@@ -320,3 +320,17 @@ fn verify_exit_codes() {
         Some(2)
     );
 }
+
+#[test]
+fn docs_tables_md_is_what_the_code_generates() {
+    let generated = stdout(&["docs", "tables"]);
+    let committed = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md"),
+    )
+    .unwrap();
+    assert!(
+        generated == committed,
+        "docs/tables.md is stale: run `cargo run -- docs tables > docs/tables.md`"
+    );
+    assert!(committed.contains("## `events`") && committed.contains("## `account_risk`"));
+}
