@@ -21,4 +21,6 @@ pub mod log;
 pub mod replay;
 pub mod report;
 pub mod review;
+pub mod serve;
+pub mod sim;
 pub mod sql;

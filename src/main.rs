@@ -28,12 +28,74 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// The main job: runs the pipeline on the embedded sample data.
+    /// The main job: simulates a week of traffic, runs the whole pipeline, and serves the dashboard.
     Demo {
         /// Lake directory.
         #[arg(long, default_value = "data/lake")]
         lake: PathBuf,
+        /// Where generated data (the simulated logs) go.
+        #[arg(long, default_value = "data/generated")]
+        data: PathBuf,
+        /// Dashboard address.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Days of traffic.
+        #[arg(long, default_value_t = 7)]
+        days: u32,
+        /// Games per day.
+        #[arg(long, default_value_t = 1500)]
+        games_per_day: u32,
+        /// Stop after the pipeline instead of serving the dashboard.
+        #[arg(long)]
+        no_serve: bool,
     },
+    /// Writes simulated server logs with known cheaters and server faults, and their ground truth (labels.json).
+    Simulate {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 3)]
+        days: u32,
+        #[arg(long, default_value_t = 2000)]
+        games_per_day: u32,
+        #[arg(long, default_value_t = 1000)]
+        accounts: u32,
+        /// Malformed lines to splice into the files (labelled).
+        #[arg(long, default_value_t = 0)]
+        malformed: u32,
+        /// First simulated day (YYYY-MM-DD).
+        #[arg(long)]
+        start: Option<String>,
+        /// Game servers (one file per server per day).
+        #[arg(long)]
+        servers: Option<u32>,
+        /// Fraction of randomly matched games with one server fault.
+        #[arg(long)]
+        fault_rate: Option<f64>,
+        /// Accounts per individual behaviour, as a fraction of all accounts.
+        #[arg(long)]
+        behaviour_rate: Option<f64>,
+        /// The small preset that exercises every event type (used for data/sample).
+        #[arg(long)]
+        sample: bool,
+    },
+    /// Serves the trust-and-safety dashboard over a lake.
+    Serve {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Listen address.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// Staff accounts file (default: LAKE/_vigie/config/users.json).
+        #[arg(long)]
+        users: Option<PathBuf>,
+    },
+    /// Administration: staff accounts.
+    #[command(subcommand)]
+    Admin(AdminCmd),
     /// Ingests server log files or directories (.jsonl, .jsonl.gz, .jsonl.zst) into the lake.
     Ingest {
         /// Lake directory.
@@ -140,6 +202,24 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+enum AdminCmd {
+    /// Creates or replaces a staff account (argon2 hash in LAKE/_vigie/config/users.json).
+    AddUser {
+        /// Login name.
+        name: String,
+        /// reviewer, compliance, analyst or admin.
+        #[arg(long)]
+        role: String,
+        /// The password (or read it from the VIGIE_PASSWORD environment variable).
+        #[arg(long, env = "VIGIE_PASSWORD", hide_env_values = true)]
+        password: String,
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum ReportCmd {
     /// Re-hashes a report bundle and reports any changed, missing or extra file.
     Verify {
@@ -209,20 +289,72 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let progress = !cli.quiet;
     match cli.command {
-        Command::Demo { lake } => {
-            let sample = PathBuf::from("data/sample");
-            let lake =
-                Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
-            let report = ingest::ingest_paths(
-                &lake,
-                &[sample],
-                &IngestOptions {
-                    progress,
-                    ..Default::default()
-                },
-            )
-            .context("ingesting data/sample")?;
-            println!("{}", report.summary_line());
+        Command::Demo {
+            lake,
+            data,
+            addr,
+            days,
+            games_per_day,
+            no_serve,
+        } => {
+            cli::pipeline::demo(&lake, &data, addr, days, games_per_day, !no_serve)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Simulate {
+            out,
+            seed,
+            days,
+            games_per_day,
+            accounts,
+            malformed,
+            start,
+            servers,
+            fault_rate,
+            behaviour_rate,
+            sample,
+        } => {
+            let mut opts = if sample {
+                vigie::sim::SimOptions::sample()
+            } else {
+                vigie::sim::SimOptions::default()
+            };
+            if !sample {
+                opts.seed = seed;
+                opts.days = days;
+                opts.games_per_day = games_per_day;
+                opts.accounts = accounts;
+            }
+            opts.malformed = malformed;
+            if let Some(s) = start {
+                opts.start = s;
+            }
+            if let Some(v) = servers {
+                opts.servers = v;
+            }
+            if let Some(v) = fault_rate {
+                opts.fault_rate = v;
+            }
+            if let Some(v) = behaviour_rate {
+                opts.behaviour_rate = v;
+            }
+            cli::pipeline::run_simulate(&out, &opts, progress)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { lake, addr, users } => {
+            let users = users.unwrap_or_else(|| cli::pipeline::users_file(&lake));
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(cli::pipeline::serve(&lake, addr, users))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Admin(AdminCmd::AddUser {
+            name,
+            role,
+            password,
+            lake,
+        }) => {
+            cli::pipeline::add_staff(&lake, &name, &role, &password)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest {

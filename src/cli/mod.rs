@@ -1,4 +1,5 @@
 //! Subcommands of the `vigie` binary that are more than a call into the library.
 
 pub mod engines;
+pub mod pipeline;
 pub mod sql;

@@ -30,9 +30,7 @@ pub fn run(
         (None, Some(f)) => {
             std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?
         }
-        (None, None) => bail!(
-            "give a query, or a file with -f (the interactive shell is `vigie sql` on a terminal)"
-        ),
+        (None, None) => return shell(lake_dir, format),
         (Some(_), Some(_)) => bail!("give a query or -f FILE, not both"),
     };
     let lake =
@@ -83,6 +81,81 @@ pub fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
             w.close()?;
             out.write_all(&buf)?;
         }
+    }
+    Ok(())
+}
+
+/// The interactive shell: one statement per `;`, history in ~/.vigie_sql_history, `\\d` lists tables, `\\d NAME` describes one.
+fn shell(lake_dir: &Path, format: Format) -> Result<()> {
+    use rustyline::error::ReadlineError;
+    let lake =
+        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let guard = rt.block_on(Guard::open(&lake, QueryLimits::default()))?;
+    println!(
+        "vigie sql on {} (snapshot {}): end statements with ';', \\d lists tables, \\d NAME describes one, \\q quits",
+        lake_dir.display(),
+        guard.snapshot().id()
+    );
+    let mut rl = rustyline::DefaultEditor::new()?;
+    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".vigie_sql_history"));
+    if let Some(h) = &history {
+        let _ = rl.load_history(h);
+    }
+    let mut buffer = String::new();
+    loop {
+        let prompt = if buffer.is_empty() {
+            "vigie> "
+        } else {
+            "   ..> "
+        };
+        let line = match rl.readline(prompt) {
+            Ok(l) => l,
+            Err(ReadlineError::Interrupted) => {
+                buffer.clear();
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let trimmed = line.trim();
+        if buffer.is_empty() && trimmed.starts_with('\\') {
+            let _ = rl.add_history_entry(trimmed);
+            let mut parts = trimmed.split_whitespace();
+            let query = match (parts.next(), parts.next()) {
+                (Some("\\q"), _) => break,
+                (Some("\\d"), None) => "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'lake' ORDER BY table_name".to_string(),
+                (Some("\\d"), Some(name)) => format!(
+                    "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = 'lake' AND table_name = '{}' ORDER BY ordinal_position",
+                    name.replace('\'', "")
+                ),
+                _ => {
+                    println!("unknown command: {trimmed}");
+                    continue;
+                }
+            };
+            match rt.block_on(guard.query_internal(&query)) {
+                Ok(b) => print_batches(&b, format)?,
+                Err(e) => println!("error: {e}"),
+            }
+            continue;
+        }
+        buffer.push_str(&line);
+        buffer.push('\n');
+        if !trimmed.ends_with(';') {
+            continue;
+        }
+        let sql = std::mem::take(&mut buffer);
+        let _ = rl.add_history_entry(sql.trim());
+        match rt.block_on(guard.query(&sql, "shell")) {
+            Ok(b) => print_batches(&b, format)?,
+            Err(e) => println!("error: {e}"),
+        }
+    }
+    if let Some(h) = &history {
+        let _ = rl.save_history(h);
     }
     Ok(())
 }

@@ -149,6 +149,11 @@ pub fn account_table() -> TableDef {
             ),
             col_def("departures", Int64, "Games left."),
             col_def("departures_losing", Int64, "Games left while losing."),
+            col_def(
+                "abandons_losing",
+                Int64,
+                "Games left while losing without resigning (page closed or disconnected).",
+            ),
             col_def("timeouts", Int64, "Timeouts."),
             col_def("timeouts_losing", Int64, "Timeouts while losing."),
             col_def(
@@ -192,6 +197,12 @@ pub fn account_table() -> TableDef {
                 "forced_think_ms",
                 Float64,
                 "Mean think time on forced moves (one legal move).",
+            ),
+            col_def("moves_losing", Int64, "Timed moves played while losing."),
+            col_def(
+                "slow_moves_losing",
+                Int64,
+                "Moves using over 80 % of the clock while losing.",
             ),
             col_def(
                 "slow_share_losing",
@@ -457,6 +468,8 @@ fn account_window(
             .filter(col("forced").fill_null(lit(false)))
             .mean()
             .alias("forced_think_ms"),
+        count_if(col("balance").lt(lit(0.0))).alias("moves_losing"),
+        count_if(col("slow").and(col("balance").lt(lit(0.0)))).alias("slow_moves_losing"),
         col("slow")
             .filter(col("balance").lt(lit(0.0)))
             .cast(DataType::Float64)
@@ -473,6 +486,13 @@ fn account_window(
     let deps = d.group_by([col("player")]).agg([
         count_if(col("event").eq(lit("left"))).alias("departures"),
         count_if(col("event").eq(lit("left")).and(losing.clone())).alias("departures_losing"),
+        count_if(
+            col("event")
+                .eq(lit("left"))
+                .and(losing.clone())
+                .and(col("reason").neq(lit("resigned"))),
+        )
+        .alias("abandons_losing"),
         count_if(col("event").eq(lit("timeout"))).alias("timeouts"),
         count_if(col("event").eq(lit("timeout")).and(losing.clone())).alias("timeouts_losing"),
         count_if(col("event").eq(lit("timeout")).and(col("decisive"))).alias("decisive_timeouts"),

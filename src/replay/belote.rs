@@ -426,10 +426,14 @@ impl Rules for BeloteRules {
                     .parse::<Bid>()
                     .map(Action::Bid)
                     .map_err(|_| Code::InvalidBid);
-                let round_ok = match self.m.as_ref().map(Match::expected) {
-                    Some(b::Expected::Bid { round, .. }) => round == bd.round,
-                    _ => true,
-                };
+                // The automatic bid after a timeout was applied when the timeout was replayed.
+                let owed_here =
+                    matches!(self.owed, Some(Owed::Bid(q)) if Some(q) == self.index(&bd.player));
+                let round_ok = owed_here
+                    || match self.m.as_ref().map(Match::expected) {
+                        Some(b::Expected::Bid { round, .. }) => round == bd.round,
+                        _ => true,
+                    };
                 if !round_ok && bd.attempt.accepted() && !cx.desynced {
                     cx.find(
                         seq,

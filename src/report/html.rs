@@ -217,9 +217,9 @@ pub fn render(s: &Summary) -> String {
             .unwrap_or_else(|| "n/a".into()),
         if a.chain_verified { "pass" } else { "fail" },
         if a.chain_verified {
-            "verified".to_string()
+            format!("verified (head {})", a.chain_head)
         } else {
-            format!("broken at entry {}", a.chain_broken_at.unwrap_or(-1))
+            format!("BROKEN: {}", a.chain_problem.clone().unwrap_or_default())
         }
     );
     h.push_str(&table(

@@ -1,329 +1,403 @@
-//! The review audit log: every staff action on a flag, hash-chained, stored as the lake table `audit_log`.
+//! The review audit log: every staff action on a flag (claim, confirm, dismiss, reopen), hash-chained, and its home in the lake (`audit_log`).
 //!
-//! Entry `n` carries `prev_hash` (the hash of entry `n-1`, or 64 zeros) and
-//! `hash = SHA-256(prev_hash | seq | ts | who | action | flag_id | account |
-//! decision | reason | prev_state | new_state)` with fields separated by a
-//! unit separator: editing or deleting any entry breaks every later hash.
+//! Entry `n` (from 1) stores the hash of entry `n-1` (64 zeros for the first)
+//! and `hash = SHA-256(canonical JSON of seq, time, actor, role, action, flag,
+//! account, reason, decision, states and prev_hash)`: editing, deleting,
+//! inserting or reordering any entry breaks the chain at that entry. The
+//! dashboard appends to it; the compliance report verifies it.
 
-use std::collections::BTreeMap;
+pub mod lake;
 
-use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
 use sha2::{Digest, Sha256};
 
-use crate::lake::record::Ts;
-use crate::lake::{Lake, LakeError, Snapshot, hex};
-use crate::row_table;
+use crate::log::syntax::{EpochMs, format_ts, parse_ts};
 
-row_table! {
-    /// One row per staff action on a flag (claim, confirm, dismiss, reopen), hash-chained so that an edit or deletion is detectable.
-    pub struct AuditRow in "audit_log" (partition None, sort ["seq"], bloom []) {
-        /// Position in the log, from 0.
-        seq: i64,
-        /// When the action was taken.
-        ts: Ts,
-        /// Staff user.
-        who: String,
-        /// claim, confirm, dismiss or reopen.
-        action: String,
-        /// The flag acted on.
-        flag_id: String,
-        /// The flagged account.
-        account: String,
-        /// confirm: block_recommended or blocked.
-        decision: Option<String>,
-        /// Why (mandatory for confirm, dismiss and reopen).
-        reason: String,
-        /// Review state before: open, claimed, confirmed, dismissed.
-        prev_state: String,
-        /// Review state after.
-        new_state: String,
-        /// Hash of the previous entry (64 zeros for the first).
-        prev_hash: String,
-        /// SHA-256 of prev_hash and this entry's fields.
-        hash: String,
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stable text form.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            /// Parses the stable text form.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use text_enum;
+
+text_enum!(
+    /// Staff roles. Reviewers review; analysts read the queue, accounts, games and
+    /// dashboards; compliance reads everything including decisions and audit;
+    /// admin may do everything.
+    Role {
+        Reviewer => "reviewer",
+        Compliance => "compliance",
+        Analyst => "analyst",
+        Admin => "admin",
+    }
+);
+
+text_enum!(
+    /// Review state of a flag (the fold of its audit entries).
+    ReviewStatus {
+        Open => "open",
+        Claimed => "claimed",
+        Confirmed => "confirmed",
+        Dismissed => "dismissed",
+    }
+);
+
+text_enum!(
+    /// Decision recorded when a flag is confirmed.
+    Decision {
+        BlockRecommended => "block_recommended",
+        Blocked => "blocked",
+    }
+);
+
+/// The review state of one flag, as folded from the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagReview {
+    /// Current state.
+    pub status: ReviewStatus,
+    /// Who holds the claim (claimed, and kept on confirmed/dismissed: who decided).
+    pub claimed_by: Option<String>,
+    /// The decision when confirmed.
+    pub decision: Option<Decision>,
+    /// Last audit entry touching the flag.
+    pub updated_at: Option<EpochMs>,
+    /// Its author.
+    pub updated_by: Option<String>,
+    /// Its reason.
+    pub last_reason: Option<String>,
+}
+
+impl Default for FlagReview {
+    fn default() -> Self {
+        FlagReview {
+            status: ReviewStatus::Open,
+            claimed_by: None,
+            decision: None,
+            updated_at: None,
+            updated_by: None,
+            last_reason: None,
+        }
     }
 }
 
-/// The hash of the entry before the first.
+/// `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The hash an entry must carry.
-pub fn entry_hash(e: &AuditRow) -> String {
-    let mut h = Sha256::new();
-    let fields = [
-        e.prev_hash.as_str(),
-        &e.seq.to_string(),
-        &e.ts.0.to_string(),
-        &e.who,
-        &e.action,
-        &e.flag_id,
-        &e.account,
-        e.decision.as_deref().unwrap_or(""),
-        &e.reason,
-        &e.prev_state,
-        &e.new_state,
-    ];
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            h.update([0x1f]);
-        }
-        h.update(f.as_bytes());
+text_enum!(
+    /// A review action.
+    ReviewAction {
+        Claim => "claim",
+        Confirm => "confirm",
+        Dismiss => "dismiss",
+        Reopen => "reopen",
     }
-    hex(&h.finalize())
-}
+);
 
-/// Checks the chain: `Ok(())` or the seq of the first entry that does not verify.
-pub fn verify_chain(entries: &[AuditRow]) -> Result<(), i64> {
-    let mut prev = GENESIS.to_string();
-    for (i, e) in entries.iter().enumerate() {
-        if e.seq != i as i64 || e.prev_hash != prev || entry_hash(e) != e.hash {
-            return Err(i as i64);
-        }
-        prev = e.hash.clone();
-    }
-    Ok(())
-}
-
-/// Reads the whole audit log of a snapshot, in seq order.
-pub fn read_log(snapshot: &Snapshot) -> Result<Vec<AuditRow>, LakeError> {
-    use arrow::array::{Array, AsArray};
-    let mut out = Vec::new();
-    for path in snapshot.table_paths("audit_log") {
-        for b in crate::lake::parquet::read_file(&path, None)? {
-            let s = |n: &str| -> Result<arrow::array::StringArray, LakeError> {
-                Ok(b.column(b.schema().index_of(n)?).as_string::<i32>().clone())
-            };
-            let seq = b
-                .column(b.schema().index_of("seq")?)
-                .as_primitive::<arrow::datatypes::Int64Type>()
-                .clone();
-            let ts = b
-                .column(b.schema().index_of("ts")?)
-                .as_primitive::<arrow::datatypes::TimestampMillisecondType>()
-                .clone();
-            let (who, action, flag, account, decision) = (
-                s("who")?,
-                s("action")?,
-                s("flag_id")?,
-                s("account")?,
-                s("decision")?,
-            );
-            let (reason, prev_state, new_state, prev_hash, hash) = (
-                s("reason")?,
-                s("prev_state")?,
-                s("new_state")?,
-                s("prev_hash")?,
-                s("hash")?,
-            );
-            for i in 0..b.num_rows() {
-                out.push(AuditRow {
-                    seq: seq.value(i),
-                    ts: Ts(ts.value(i)),
-                    who: who.value(i).to_string(),
-                    action: action.value(i).to_string(),
-                    flag_id: flag.value(i).to_string(),
-                    account: account.value(i).to_string(),
-                    decision: (!decision.is_null(i)).then(|| decision.value(i).to_string()),
-                    reason: reason.value(i).to_string(),
-                    prev_state: prev_state.value(i).to_string(),
-                    new_state: new_state.value(i).to_string(),
-                    prev_hash: prev_hash.value(i).to_string(),
-                    hash: hash.value(i).to_string(),
-                });
-            }
-        }
-    }
-    out.sort_by_key(|e| e.seq);
-    Ok(out)
-}
-
-/// A new action to append (the log assigns seq, ts and hashes).
-#[derive(Debug, Clone)]
-pub struct NewAction {
-    pub who: String,
-    pub action: String,
-    pub flag_id: String,
+/// An audit entry before it is chained: what the dashboard asks the store to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAuditEntry {
+    /// When (server clock).
+    pub at: EpochMs,
+    /// Who (username).
+    pub actor: String,
+    /// Their role at the time.
+    pub role: Role,
+    /// What.
+    pub action: ReviewAction,
+    /// Which flag.
+    pub flag: String,
+    /// The flagged account.
     pub account: String,
-    pub decision: Option<String>,
+    /// Why (mandatory for confirm, dismiss and reopen; may be empty for claim).
     pub reason: String,
-    pub prev_state: String,
-    pub new_state: String,
+    /// The decision of a confirmation.
+    pub decision: Option<Decision>,
+    /// State before.
+    pub prev_state: ReviewStatus,
+    /// State after.
+    pub new_state: ReviewStatus,
 }
 
-/// Appends one action to the lake's audit log in its own commit; returns the entry.
-pub fn append(lake: &Lake, action: NewAction, ts_ms: i64) -> Result<AuditRow, LakeError> {
-    let mut writer = lake.writer()?;
-    loop {
-        let snapshot = lake.snapshot()?;
-        let log = read_log(&snapshot)?;
-        let prev_hash = log
-            .last()
-            .map(|e| e.hash.clone())
-            .unwrap_or_else(|| GENESIS.to_string());
-        let mut e = AuditRow {
-            seq: log.len() as i64,
-            ts: Ts(ts_ms),
-            who: action.who.clone(),
-            action: action.action.clone(),
-            flag_id: action.flag_id.clone(),
-            account: action.account.clone(),
-            decision: action.decision.clone(),
-            reason: action.reason.clone(),
-            prev_state: action.prev_state.clone(),
-            new_state: action.new_state.clone(),
-            prev_hash,
-            hash: String::new(),
+/// A chained audit entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// Position in the log, from 1.
+    pub seq: u64,
+    /// The entry's content.
+    pub entry: NewAuditEntry,
+    /// Hash of the previous entry ([`GENESIS`] for the first).
+    pub prev_hash: String,
+    /// SHA-256 of this entry's canonical form.
+    pub hash: String,
+}
+
+impl std::ops::Deref for AuditEntry {
+    type Target = NewAuditEntry;
+    fn deref(&self) -> &NewAuditEntry {
+        &self.entry
+    }
+}
+
+fn json_str(out: &mut String, s: &str) {
+    // serde_json escapes deterministically; a String never fails to serialise.
+    match serde_json::to_string(s) {
+        Ok(q) => out.push_str(&q),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+/// The canonical serialisation hashed for an entry (see the module documentation).
+pub fn canonical(seq: u64, prev_hash: &str, e: &NewAuditEntry) -> String {
+    let mut o = String::with_capacity(320 + e.reason.len());
+    let _ = write!(o, "{{\"seq\":{seq},\"at\":");
+    json_str(&mut o, &format_ts(e.at));
+    for (k, v) in [
+        ("actor", e.actor.as_str()),
+        ("role", e.role.as_str()),
+        ("action", e.action.as_str()),
+        ("flag", e.flag.as_str()),
+        ("account", e.account.as_str()),
+        ("reason", e.reason.as_str()),
+    ] {
+        let _ = write!(o, ",\"{k}\":");
+        json_str(&mut o, v);
+    }
+    o.push_str(",\"decision\":");
+    match e.decision {
+        Some(d) => json_str(&mut o, d.as_str()),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"prev_state\":");
+    json_str(&mut o, e.prev_state.as_str());
+    o.push_str(",\"new_state\":");
+    json_str(&mut o, e.new_state.as_str());
+    o.push_str(",\"prev_hash\":");
+    json_str(&mut o, prev_hash);
+    o.push('}');
+    o
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(data: &[u8]) -> String {
+    let digest = Sha256::digest(data);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Chains a new entry after a head (`seq` and `hash` of the last entry; `(0, GENESIS)` for an empty log).
+pub fn seal(head_seq: u64, head_hash: &str, e: NewAuditEntry) -> AuditEntry {
+    let seq = head_seq + 1;
+    let hash = sha256_hex(canonical(seq, head_hash, &e).as_bytes());
+    AuditEntry {
+        seq,
+        entry: e,
+        prev_hash: head_hash.to_owned(),
+        hash,
+    }
+}
+
+impl AuditEntry {
+    /// The hash this entry's content gives.
+    pub fn computed_hash(&self) -> String {
+        sha256_hex(canonical(self.seq, &self.prev_hash, &self.entry).as_bytes())
+    }
+
+    /// The stored JSON line (canonical form plus `hash`).
+    pub fn to_line(&self) -> String {
+        let mut c = canonical(self.seq, &self.prev_hash, &self.entry);
+        c.pop();
+        c.push_str(",\"hash\":");
+        json_str(&mut c, &self.hash);
+        c.push('}');
+        c
+    }
+
+    /// Parses a stored line.
+    pub fn from_line(line: &str) -> Result<AuditEntry, String> {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let obj = v.as_object().ok_or("not a JSON object")?;
+        let s = |k: &str| -> Result<String, String> {
+            obj.get(k)
+                .and_then(|x| x.as_str())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("missing or non-string field {k:?}"))
         };
-        e.hash = entry_hash(&e);
-        let def = AuditRow::def();
-        let mut txn = writer.begin("audit")?;
-        let batch = AuditRow::to_batch(std::slice::from_ref(&e))?;
-        let file = txn.new_file(def.name, None)?;
-        let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
-        meta.bytes = crate::lake::parquet::write_file(&file.pending, &def, def.schema(), &[batch])?;
-        txn.add_file_meta(file, meta);
-        // The log's head is a stage checkpoint: two appenders racing on the same head conflict, and one retries.
-        txn.set_stage(
-            "audit_head",
-            serde_json::json!({ "seq": e.seq, "hash": e.hash }),
-        );
-        match txn.commit(serde_json::json!({ "audit": e.seq })) {
-            Ok(_) => return Ok(e),
-            Err(LakeError::Conflict(_)) => continue,
-            Err(other) => return Err(other),
-        }
-    }
-}
-
-/// Record batch of audit entries (for evidence files).
-pub fn audit_batch(
-    entries: &[AuditRow],
-) -> Result<arrow::array::RecordBatch, arrow::error::ArrowError> {
-    AuditRow::to_batch(entries)
-}
-
-/// What the audit log says about a period, for the compliance report.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AuditSummary {
-    pub entries_in_period: u64,
-    pub chain_verified: bool,
-    /// The seq of the first entry that fails verification, if any.
-    pub chain_broken_at: Option<i64>,
-    pub actions: BTreeMap<String, u64>,
-    pub flags_reviewed: u64,
-    pub confirmed: u64,
-    pub dismissed: u64,
-    pub blocks: Vec<Block>,
-    /// Median time from claim to decision (ms), over decisions of the period.
-    pub median_time_to_decision_ms: Option<i64>,
-    #[serde(skip)]
-    pub entries: Vec<AuditRow>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Block {
-    pub account: String,
-    pub flag_id: String,
-    pub decision: String,
-    pub reason: String,
-    pub who: String,
-    pub ts: String,
-}
-
-/// Summarizes the audit log for a period (`from`..=`to`, UTC dates); the chain is verified whole.
-pub fn summarize(snapshot: &Snapshot, from: &str, to: &str) -> Result<AuditSummary, LakeError> {
-    let log = read_log(snapshot)?;
-    let chain = verify_chain(&log);
-    let in_period = |e: &AuditRow| {
-        let d = crate::log::syntax::date_of(e.ts.0);
-        d.as_str() >= from && d.as_str() <= to
-    };
-    let mut s = AuditSummary {
-        chain_verified: chain.is_ok(),
-        chain_broken_at: chain.err(),
-        ..AuditSummary::default()
-    };
-    let mut reviewed = std::collections::BTreeSet::new();
-    let mut claimed_at: BTreeMap<&str, i64> = BTreeMap::new();
-    let mut waits = Vec::new();
-    for e in &log {
-        if e.action == "claim" {
-            claimed_at.insert(&e.flag_id, e.ts.0);
-        }
-        if !in_period(e) {
-            continue;
-        }
-        s.entries.push(e.clone());
-        *s.actions.entry(e.action.clone()).or_default() += 1;
-        reviewed.insert(e.flag_id.clone());
-        match e.action.as_str() {
-            "confirm" => {
-                s.confirmed += 1;
-                s.blocks.push(Block {
-                    account: e.account.clone(),
-                    flag_id: e.flag_id.clone(),
-                    decision: e.decision.clone().unwrap_or_default(),
-                    reason: e.reason.clone(),
-                    who: e.who.clone(),
-                    ts: crate::log::syntax::format_ts(e.ts.0),
-                });
+        let seq = obj
+            .get("seq")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("missing or invalid field \"seq\"")?;
+        let at = parse_ts(&s("at")?).map_err(|e| format!("at: {e}"))?;
+        let role = Role::parse(&s("role")?).ok_or("unknown role")?;
+        let action = ReviewAction::parse(&s("action")?).ok_or("unknown action")?;
+        let decision = match obj.get("decision") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(d)) => {
+                Some(Decision::parse(d).ok_or("unknown decision")?)
             }
-            "dismiss" => s.dismissed += 1,
-            _ => {}
-        }
-        if matches!(e.action.as_str(), "confirm" | "dismiss")
-            && let Some(c) = claimed_at.get(e.flag_id.as_str())
-        {
-            waits.push(e.ts.0 - c);
-        }
-    }
-    s.entries_in_period = s.entries.len() as u64;
-    s.flags_reviewed = reviewed.len() as u64;
-    waits.sort_unstable();
-    s.median_time_to_decision_ms = (!waits.is_empty()).then(|| waits[waits.len() / 2]);
-    Ok(s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn action(i: usize) -> NewAction {
-        NewAction {
-            who: "rev".into(),
-            action: if i.is_multiple_of(2) {
-                "claim".into()
-            } else {
-                "confirm".into()
+            Some(_) => return Err("invalid field \"decision\"".to_owned()),
+        };
+        let prev_state = ReviewStatus::parse(&s("prev_state")?).ok_or("unknown prev_state")?;
+        let new_state = ReviewStatus::parse(&s("new_state")?).ok_or("unknown new_state")?;
+        Ok(AuditEntry {
+            seq,
+            entry: NewAuditEntry {
+                at,
+                actor: s("actor")?,
+                role,
+                action,
+                flag: s("flag")?,
+                account: s("account")?,
+                reason: s("reason")?,
+                decision,
+                prev_state,
+                new_state,
             },
-            flag_id: "f1".into(),
-            account: "acc-1".into(),
-            decision: (i % 2 == 1).then(|| "blocked".into()),
-            reason: format!("reason {i}"),
-            prev_state: "open".into(),
-            new_state: "claimed".into(),
-        }
-    }
-
-    #[test]
-    fn appended_log_verifies_and_tampering_is_detected() {
-        let dir = tempfile::tempdir().unwrap();
-        let lake = Lake::open(dir.path()).unwrap();
-        for i in 0..4 {
-            append(&lake, action(i), 1_000 + i as i64).unwrap();
-        }
-        let log = read_log(&lake.snapshot().unwrap()).unwrap();
-        assert_eq!(log.len(), 4);
-        assert_eq!(verify_chain(&log), Ok(()));
-        let mut edited = log.clone();
-        edited[1].reason = "changed".into();
-        assert_eq!(verify_chain(&edited), Err(1));
-        let mut deleted = log.clone();
-        deleted.remove(2);
-        assert_eq!(verify_chain(&deleted), Err(2));
-        let s = summarize(&lake.snapshot().unwrap(), "1970-01-01", "1970-01-01").unwrap();
-        assert_eq!((s.confirmed, s.flags_reviewed, s.blocks.len()), (2, 1, 2));
-        assert_eq!(s.median_time_to_decision_ms, Some(1));
-        assert!(s.chain_verified);
+            prev_hash: s("prev_hash")?,
+            hash: s("hash")?,
+        })
     }
 }
+
+/// The first entry where the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainBreak {
+    /// Position in the log (0-based).
+    pub index: usize,
+    /// The `seq` written in that entry.
+    pub seq: u64,
+    /// What is wrong, for people.
+    pub reason: String,
+}
+
+/// What [`verify_chain`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainReport {
+    /// Entries checked.
+    pub entries: usize,
+    /// Hash of the last entry ([`GENESIS`] when empty).
+    pub head: String,
+    /// The first broken entry, if any.
+    pub broken: Option<ChainBreak>,
+}
+
+impl ChainReport {
+    /// Whether the whole chain holds.
+    pub fn ok(&self) -> bool {
+        self.broken.is_none()
+    }
+}
+
+/// Checks `seq` numbering, `prev_hash` links and every entry's hash; reports the first broken entry.
+pub fn verify_chain(entries: &[AuditEntry]) -> ChainReport {
+    let mut prev = GENESIS.to_owned();
+    for (index, e) in entries.iter().enumerate() {
+        let want_seq = index as u64 + 1;
+        let reason = if e.computed_hash() != e.hash {
+            Some(format!(
+                "entry {} was modified: its content no longer matches its hash",
+                e.seq
+            ))
+        } else if e.seq != want_seq {
+            Some(format!(
+                "entry at position {want_seq} has seq {}: an entry before it was deleted, inserted or moved",
+                e.seq
+            ))
+        } else if e.prev_hash != prev {
+            Some(format!(
+                "entry {} does not chain to the entry before it (prev_hash mismatch): an earlier entry was removed, replaced or rewritten",
+                e.seq
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return ChainReport {
+                entries: entries.len(),
+                head: entries
+                    .last()
+                    .map_or_else(|| GENESIS.to_owned(), |l| l.hash.clone()),
+                broken: Some(ChainBreak {
+                    index,
+                    seq: e.seq,
+                    reason,
+                }),
+            };
+        }
+        prev.clone_from(&e.hash);
+    }
+    ChainReport {
+        entries: entries.len(),
+        head: prev,
+        broken: None,
+    }
+}
+
+/// Review state of every flag that has audit entries: the fold of the log.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewIndex {
+    states: HashMap<String, FlagReview>,
+}
+
+impl ReviewIndex {
+    /// Folds the entries in log order: each entry sets its flag's state to `new_state`.
+    pub fn from_entries(entries: &[AuditEntry]) -> ReviewIndex {
+        let mut states: HashMap<String, FlagReview> = HashMap::new();
+        for e in entries {
+            let r = states.entry(e.flag.clone()).or_default();
+            r.status = e.new_state;
+            match e.action {
+                ReviewAction::Claim => r.claimed_by = Some(e.actor.clone()),
+                ReviewAction::Reopen => r.claimed_by = None,
+                ReviewAction::Confirm | ReviewAction::Dismiss => {
+                    if r.claimed_by.is_none() {
+                        r.claimed_by = Some(e.actor.clone());
+                    }
+                }
+            }
+            r.decision = if e.new_state == ReviewStatus::Confirmed {
+                e.decision
+            } else {
+                None
+            };
+            r.updated_at = Some(e.at);
+            r.updated_by = Some(e.actor.clone());
+            r.last_reason = Some(e.reason.clone());
+        }
+        ReviewIndex { states }
+    }
+
+    /// The state of a flag (open when it has no entry).
+    pub fn get(&self, flag: &str) -> FlagReview {
+        self.states.get(flag).cloned().unwrap_or_default()
+    }
+}
+
+pub use lake::{AuditRow, AuditSummary, Block, append, audit_batch, read_log, summarize};

@@ -236,6 +236,11 @@ impl Guard {
         result
     }
 
+    /// Runs a query of Vigie's own (catalogue listings) without the analyst checks.
+    pub async fn query_internal(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
+        Ok(self.ctx.sql(sql).await?.collect().await?)
+    }
+
     async fn query_inner(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
         let timeout = self.limits.timeout;
         let max_rows = self.limits.max_rows;

@@ -2,7 +2,10 @@
 
 mod cli;
 mod common;
+mod dashboard;
+mod detect;
 mod draughts;
 mod engines;
 mod ingest;
 mod replay;
+mod sim;

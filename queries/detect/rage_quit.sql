@@ -1,0 +1,28 @@
+-- id: rage_quit
+-- title: Rage quits
+-- behaviour: rage_quit
+-- catches: accounts that abandon games they are losing (closing the page or disconnecting rather than
+--   resigning), again and again.
+-- why: abandoning a lost game leaves the opponent waiting and hides the loss; honest players resign, or
+--   disconnect rarely and at random moments. Like lichess's playban, one abandon is noise; we flag a
+--   pattern and only recommend review.
+-- severity: medium
+-- action: review
+-- param min_abandons = 2 : abandons while losing in 30 days
+-- param min_share = 0.3 : abandons while losing per game lost
+SELECT f.account, f."window",
+       CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) * 10.0 AS score,
+       f.abandons_losing, f.departures, f.departures_losing, f.losses, f.games,
+       CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) AS abandon_share,
+       ${min_abandons} AS min__abandons_losing, ${min_share} AS min__abandon_share,
+       e.refs, e.first_seen, e.last_seen
+FROM account_features f
+LEFT JOIN (
+    SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
+           min(ts) AS first_seen, max(ts) AS last_seen
+    FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
+    GROUP BY player
+) e ON e.account = f.account
+WHERE f."window" = '30d'
+  AND f.abandons_losing >= ${min_abandons}
+  AND CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) >= ${min_share}

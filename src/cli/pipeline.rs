@@ -1,0 +1,186 @@
+//! CLI commands that run or serve the whole pipeline: simulate, serve, admin, and the `demo` main job.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use vigie::ingest::{self, IngestOptions};
+use vigie::lake::Lake;
+use vigie::replay::run::ReplayOptions;
+use vigie::serve::users::{Role, add_user};
+use vigie::sim::{SimOptions, simulate};
+
+/// Where a lake keeps its staff accounts.
+pub fn users_file(lake: &Path) -> PathBuf {
+    lake.join("_vigie/config/users.json")
+}
+
+/// `vigie simulate`.
+pub fn run_simulate(out: &Path, opts: &SimOptions, progress: bool) -> Result<()> {
+    let bar = if progress {
+        indicatif::ProgressBar::new_spinner()
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} simulate {pos} events {per_sec}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let report = simulate(opts, out, &|n| bar.set_position(n))
+        .with_context(|| format!("simulating into {}", out.display()))?;
+    bar.finish_and_clear();
+    println!(
+        "simulate: {} games ({} dropped past the window), {} events, {} malformed lines, {} faults, {} files; labels in {}",
+        report.games,
+        report.dropped_games,
+        report.events,
+        report.malformed,
+        report.faults,
+        report.files.len(),
+        report.labels.display()
+    );
+    Ok(())
+}
+
+/// The dashboard over a lake, until Ctrl-C or SIGTERM.
+pub async fn serve(lake_dir: &Path, addr: SocketAddr, users: PathBuf) -> Result<()> {
+    let lake =
+        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let config = vigie::serve::Config {
+        addr,
+        users_file: users,
+        ..vigie::serve::Config::default()
+    };
+    let data = Arc::new(vigie::serve::lake_data::LakeData::new(lake));
+    let state = vigie::serve::AppState::new(config, data).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    println!(
+        "serve: dashboard on http://{addr}/ (lake {})",
+        lake_dir.display()
+    );
+    vigie::serve::serve_on(listener, vigie::serve::router(state), shutdown_signal()).await?;
+    println!("serve: stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// `vigie admin add-user`.
+pub fn add_staff(lake_dir: &Path, name: &str, role: &str, password: &str) -> Result<()> {
+    let role = Role::parse(role).with_context(|| {
+        format!("unknown role {role:?}: reviewer, compliance, analyst or admin")
+    })?;
+    let path = users_file(lake_dir);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let outcome = add_user(&path, name, role, password).map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!(
+        "admin: user {name} ({}) {outcome:?} in {}",
+        role.as_str(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// A random password for the demo account.
+fn demo_password() -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = *b"vigie-demo-1";
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The main job: a week of simulated traffic through the whole pipeline, then the dashboard.
+pub fn demo(
+    lake_dir: &Path,
+    data_dir: &Path,
+    addr: SocketAddr,
+    days: u32,
+    games_per_day: u32,
+    serve_after: bool,
+) -> Result<()> {
+    let progress = true;
+    let sim_dir = data_dir.join("sim");
+    let opts = SimOptions {
+        seed: 7,
+        days,
+        games_per_day,
+        accounts: games_per_day.max(200),
+        ..SimOptions::default()
+    };
+    if sim_dir.join("labels.json").exists() {
+        println!("demo: reusing the simulated logs in {}", sim_dir.display());
+    } else {
+        run_simulate(&sim_dir, &opts, progress)?;
+    }
+    let lake =
+        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let r = ingest::ingest_paths(
+        &lake,
+        std::slice::from_ref(&sim_dir),
+        &IngestOptions {
+            progress,
+            ..Default::default()
+        },
+    )
+    .context("ingesting")?;
+    println!("{}", r.summary_line());
+    let r = vigie::replay::run::run(
+        &lake,
+        &ReplayOptions {
+            progress,
+            ..Default::default()
+        },
+    )
+    .context("replaying")?;
+    println!("{}", r.summary_line());
+    let rules = PathBuf::from("queries/detect");
+    let r = vigie::detect::run(&lake, &rules, &Default::default()).context("detecting")?;
+    println!("{}", r.summary_line());
+    let labels = vigie::detect::eval::Labels::read(&sim_dir.join("labels.json"))?;
+    let rules = vigie::detect::rules::load_dir(&rules)?;
+    let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
+    let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
+    for c in &ev.classes {
+        println!(
+            "eval: {:<16} precision {:.3} recall {:.3}",
+            c.behaviour, c.precision, c.recall
+        );
+    }
+    let password = demo_password();
+    add_staff(lake_dir, "demo", "reviewer", &password)?;
+    println!("demo: reviewer login: demo / {password}");
+    if serve_after {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(serve(lake_dir, addr, users_file(lake_dir)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Static files (CSS, JS, icon) embedded with `include_str!` and served under `/static/` with an ETag and long-lived caching for versioned URLs.
+
+use std::sync::OnceLock;
+
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::audit::sha256_hex;
+
+struct Asset {
+    name: &'static str,
+    mime: &'static str,
+    body: &'static str,
+}
+
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.css",
+        mime: "text/css; charset=utf-8",
+        body: include_str!("../../static/app.css"),
+    },
+    Asset {
+        name: "app.js",
+        mime: "text/javascript; charset=utf-8",
+        body: include_str!("../../static/app.js"),
+    },
+    Asset {
+        name: "favicon.svg",
+        mime: "image/svg+xml",
+        body: include_str!("../../static/favicon.svg"),
+    },
+];
+
+fn versions() -> &'static Vec<String> {
+    static V: OnceLock<Vec<String>> = OnceLock::new();
+    V.get_or_init(|| {
+        ASSETS
+            .iter()
+            .map(|a| sha256_hex(a.body.as_bytes())[..12].to_owned())
+            .collect()
+    })
+}
+
+/// The versioned URL of an asset (`/static/app.css?v=…`), safe to cache for a year.
+pub fn url(name: &str) -> String {
+    match ASSETS.iter().position(|a| a.name == name) {
+        Some(i) => format!("/static/{name}?v={}", versions()[i]),
+        None => format!("/static/{name}"),
+    }
+}
+
+/// Names of the embedded files.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    ASSETS.iter().map(|a| a.name)
+}
+
+/// `GET /static/{file}`.
+pub async fn static_file(Path(file): Path<String>, headers: HeaderMap) -> Response {
+    let Some(i) = ASSETS.iter().position(|a| a.name == file) else {
+        return (StatusCode::NOT_FOUND, "no such file\n").into_response();
+    };
+    let asset = &ASSETS[i];
+    let etag = format!("\"{}\"", versions()[i]);
+    let mut r = if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag))
+    {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, asset.body).into_response()
+    };
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.mime));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    r
+}

@@ -1,0 +1,804 @@
+//! The dashboard's data from the lake: flags, features, games and the audit log, read with DataFusion from the latest snapshot and cached per lake version.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+
+use super::audit::{AuditEntry, NewAuditEntry, ReviewIndex};
+use super::data::*;
+use crate::lake::Lake;
+use crate::log::{Kind, Mode, Seat};
+use crate::sql::{Guard, QueryLimits};
+
+/// The dashboard queries shipped with the binary (the files live in `queries/dashboard/`).
+const PANELS: [(&str, &str); 4] = [
+    (
+        "queries/dashboard/flags_per_day_by_rule.sql",
+        include_str!("../../queries/dashboard/flags_per_day_by_rule.sql"),
+    ),
+    (
+        "queries/dashboard/rejected_attempts_per_day_by_kind.sql",
+        include_str!("../../queries/dashboard/rejected_attempts_per_day_by_kind.sql"),
+    ),
+    (
+        "queries/dashboard/departure_timeout_rates.sql",
+        include_str!("../../queries/dashboard/departure_timeout_rates.sql"),
+    ),
+    (
+        "queries/dashboard/flagged_pair_stake_flows.sql",
+        include_str!("../../queries/dashboard/flagged_pair_stake_flows.sql"),
+    ),
+];
+
+/// How often the lake's version is checked for new commits.
+const REFRESH: Duration = Duration::from_millis(1000);
+
+struct Cache {
+    version: u64,
+    guard: Arc<Guard>,
+    /// Every flag, review state applied at read time.
+    flags: Vec<Flag>,
+    by_account: BTreeMap<String, Vec<usize>>,
+    /// Recommended action of each flag, by flag id.
+    actions: HashMap<String, RecommendedAction>,
+    /// account -> (games in 30 days, kinds played).
+    activity: HashMap<String, (i64, Vec<Kind>)>,
+    audit: Vec<AuditEntry>,
+    latest_event: i64,
+    accounts: Mutex<HashMap<String, Option<AccountView>>>,
+}
+
+impl Cache {
+    /// Block recommended when any of the flags recommends it.
+    fn action_of(&self, flags: &[Flag]) -> RecommendedAction {
+        if flags
+            .iter()
+            .any(|f| self.actions.get(&f.id) == Some(&RecommendedAction::BlockRecommended))
+        {
+            RecommendedAction::BlockRecommended
+        } else {
+            RecommendedAction::Review
+        }
+    }
+}
+
+/// A [`DataSource`] over a lake directory.
+pub struct LakeData {
+    lake: Lake,
+    cache: tokio::sync::RwLock<Option<Arc<Cache>>>,
+    checked: Mutex<Instant>,
+    append_lock: tokio::sync::Mutex<()>,
+}
+
+fn df_err(e: impl std::fmt::Display) -> DataError {
+    DataError::Unavailable(e.to_string())
+}
+
+/// A single-quoted SQL string literal.
+fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Column accessors over a batch, by name, tolerant of types.
+struct Cols<'a>(&'a RecordBatch);
+
+impl Cols<'_> {
+    fn idx(&self, name: &str) -> Option<usize> {
+        self.0.schema().index_of(name).ok()
+    }
+    fn str(&self, name: &str, i: usize) -> Option<String> {
+        let c = self.0.column(self.idx(name)?);
+        if c.is_null(i) {
+            return None;
+        }
+        let c = datafusion::arrow::compute::cast(c, &DataType::Utf8).ok()?;
+        Some(c.as_string::<i32>().value(i).to_string())
+    }
+    fn int(&self, name: &str, i: usize) -> Option<i64> {
+        let c = self.0.column(self.idx(name)?);
+        if c.is_null(i) {
+            return None;
+        }
+        let c = datafusion::arrow::compute::cast(c, &DataType::Int64).ok()?;
+        Some(
+            c.as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                .value(i),
+        )
+    }
+    fn float(&self, name: &str, i: usize) -> Option<f64> {
+        let c = self.0.column(self.idx(name)?);
+        if c.is_null(i) {
+            return None;
+        }
+        let c = datafusion::arrow::compute::cast(c, &DataType::Float64).ok()?;
+        Some(
+            c.as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                .value(i),
+        )
+    }
+    fn bool(&self, name: &str, i: usize) -> Option<bool> {
+        let c = self.0.column(self.idx(name)?);
+        if c.is_null(i) {
+            return None;
+        }
+        Some(c.as_boolean_opt()?.value(i))
+    }
+}
+
+fn each_row<'a>(batches: &'a [RecordBatch]) -> impl Iterator<Item = (Cols<'a>, usize)> + 'a {
+    batches
+        .iter()
+        .flat_map(|b| (0..b.num_rows()).map(move |i| (Cols(b), i)))
+}
+
+/// A flag's evidence JSON (see queries/detect): `min__X`/`max__X` are thresholds of column X.
+fn evidence(json: &str, refs: &[String]) -> Evidence {
+    let mut ev = Evidence::default();
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(json) else {
+        return ev;
+    };
+    let mut used = BTreeSet::new();
+    for (k, v) in &map {
+        let (cmp, name) = if let Some(n) = k.strip_prefix("min__") {
+            (Cmp::Ge, n)
+        } else if let Some(n) = k.strip_prefix("max__") {
+            (Cmp::Le, n)
+        } else {
+            continue;
+        };
+        let (Some(threshold), Some(value)) = (
+            v.as_f64(),
+            map.get(name).and_then(serde_json::Value::as_f64),
+        ) else {
+            continue;
+        };
+        used.insert(k.clone());
+        used.insert(name.to_string());
+        ev.features.push(FeatureValue {
+            name: name.to_string(),
+            value,
+            cmp,
+            threshold,
+        });
+    }
+    for (k, v) in &map {
+        if used.contains(k) {
+            continue;
+        }
+        match v {
+            serde_json::Value::Number(n) if n.is_i64() => ev.counts.push(EvidenceCount {
+                name: k.clone(),
+                value: n.as_i64().unwrap_or(0),
+            }),
+            serde_json::Value::Number(n) => {
+                if let Some(f) = n.as_f64() {
+                    ev.notes.push((k.clone(), format!("{f:.3}")));
+                }
+            }
+            serde_json::Value::String(s) => ev.notes.push((k.clone(), s.clone())),
+            _ => {}
+        }
+    }
+    for r in refs {
+        if let Some((game, seq)) = r.rsplit_once(':')
+            && let Ok(seq) = seq.parse()
+        {
+            ev.refs.push(EvidenceRef {
+                game: game.to_string(),
+                seq,
+                note: String::new(),
+            });
+        }
+    }
+    ev
+}
+
+impl LakeData {
+    pub fn new(lake: Lake) -> LakeData {
+        LakeData {
+            lake,
+            cache: tokio::sync::RwLock::new(None),
+            checked: Mutex::new(Instant::now() - REFRESH * 2),
+            append_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The cache of the latest snapshot (rebuilt when the lake moved).
+    async fn cache(&self) -> Result<Arc<Cache>, DataError> {
+        let due = {
+            let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+            let due = checked.elapsed() >= REFRESH;
+            if due {
+                *checked = Instant::now();
+            }
+            due
+        };
+        if !due && let Some(c) = self.cache.read().await.as_ref() {
+            return Ok(Arc::clone(c));
+        }
+        let version = self.lake.state().map_err(df_err)?.version;
+        if let Some(c) = self.cache.read().await.as_ref()
+            && c.version == version
+        {
+            return Ok(Arc::clone(c));
+        }
+        let mut slot = self.cache.write().await;
+        if let Some(c) = slot.as_ref()
+            && c.version == version
+        {
+            return Ok(Arc::clone(c));
+        }
+        let built = Arc::new(self.build().await?);
+        *slot = Some(Arc::clone(&built));
+        Ok(built)
+    }
+
+    async fn invalidate(&self) {
+        *self.checked.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now() - REFRESH * 2;
+    }
+
+    async fn build(&self) -> Result<Cache, DataError> {
+        let snapshot = self.lake.snapshot().map_err(df_err)?;
+        let version = snapshot.version();
+        let latest_event = snapshot
+            .state
+            .table_files("events")
+            .filter_map(|f| f.max_ts)
+            .max()
+            .unwrap_or(0);
+        let audit =
+            crate::review::read_log(&snapshot).map_err(|e| DataError::Corrupt(e.to_string()))?;
+        let limits = QueryLimits {
+            timeout: Duration::from_secs(60),
+            ..QueryLimits::default()
+        };
+        let guard = Arc::new(Guard::on(snapshot.clone(), limits).await.map_err(df_err)?);
+        let flag_rows = crate::detect::read_flags(&snapshot).map_err(df_err)?;
+        let mut activity = HashMap::new();
+        let feats = guard
+            .query_internal(
+                "SELECT account, games, games_draughts10, games_draughts8, games_medieval, games_ludo, games_belote \
+                 FROM account_features WHERE \"window\" = '30d'",
+            )
+            .await
+            .map_err(df_err)?;
+        for (c, i) in each_row(&feats) {
+            let Some(acc) = c.str("account", i) else {
+                continue;
+            };
+            let mut kinds = Vec::new();
+            for (col, k) in [
+                ("games_draughts10", Kind::Draughts10),
+                ("games_draughts8", Kind::Draughts8),
+                ("games_medieval", Kind::Draughts8),
+                ("games_ludo", Kind::Ludo),
+                ("games_belote", Kind::Belote),
+            ] {
+                if c.int(col, i).unwrap_or(0) > 0 && !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+            activity.insert(acc, (c.int("games", i).unwrap_or(0), kinds));
+        }
+        let mut flags = Vec::with_capacity(flag_rows.len());
+        let mut actions = HashMap::new();
+        let mut by_account: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for f in flag_rows {
+            let kinds = activity
+                .get(&f.account)
+                .map(|a| a.1.clone())
+                .unwrap_or_default();
+            by_account
+                .entry(f.account.clone())
+                .or_default()
+                .push(flags.len());
+            let action = RecommendedAction::parse(&f.action).unwrap_or(RecommendedAction::Review);
+            actions.insert(f.flag_id.clone(), action);
+            flags.push(Flag {
+                id: f.flag_id.clone(),
+                account: f.account.clone(),
+                rule: f.rule.clone(),
+                title: f.title.clone(),
+                window: Window::parse(&f.window).unwrap_or(Window::Day30),
+                score: f.score,
+                severity: Severity::parse(&f.severity).unwrap_or(Severity::Medium),
+                first_seen: f.first_seen.map(|t| t.0).unwrap_or(f.window_end.0),
+                last_seen: f.last_seen.map(|t| t.0).unwrap_or(f.window_end.0),
+                kinds,
+                evidence: evidence(&f.evidence, &f.refs),
+                review: FlagReview::default(),
+            });
+        }
+        Ok(Cache {
+            version,
+            guard,
+            flags,
+            by_account,
+            actions,
+            activity,
+            audit,
+            latest_event,
+            accounts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn reviewed(cache: &Cache, f: &Flag, index: &ReviewIndex) -> Flag {
+        let _ = cache;
+        let mut f = f.clone();
+        f.review = index.get(&f.id);
+        f
+    }
+
+    async fn queue_inner(&self, q: &QueueQuery) -> Result<Page<QueueRow>, DataError> {
+        let cache = self.cache().await?;
+        let index = ReviewIndex::from_entries(&cache.audit);
+        let mut rows = Vec::new();
+        for (account, idx) in &cache.by_account {
+            let mut flags: Vec<Flag> = idx
+                .iter()
+                .map(|&i| Self::reviewed(&cache, &cache.flags[i], &index))
+                .collect();
+            if !flags.iter().any(|f| q.matches(&f.brief())) {
+                continue;
+            }
+            flags.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+            let action = cache.action_of(&flags);
+            rows.push(QueueRow {
+                account: account.clone(),
+                risk: flags.iter().map(|f| f.score).sum(),
+                max_severity: flags
+                    .iter()
+                    .map(|f| f.severity)
+                    .max()
+                    .unwrap_or(Severity::Info),
+                action,
+                games: cache.activity.get(account).map(|a| a.0).unwrap_or(0),
+                last_seen: flags.iter().map(|f| f.last_seen).max().unwrap_or(0),
+                flags: flags.iter().map(Flag::brief).collect(),
+            });
+        }
+        // Highest severity first, then risk.
+        rows.sort_by(|a, b| {
+            b.max_severity
+                .cmp(&a.max_severity)
+                .then(b.risk.total_cmp(&a.risk))
+                .then(a.account.cmp(&b.account))
+        });
+        let total = rows.len() as u64;
+        let per = q.per_page.clamp(1, 200);
+        let items = rows
+            .into_iter()
+            .skip((q.page * per) as usize)
+            .take(per as usize)
+            .collect();
+        Ok(Page {
+            items,
+            total,
+            page: q.page,
+            per_page: per,
+        })
+    }
+
+    async fn account_inner(&self, id: &str) -> Result<Option<AccountView>, DataError> {
+        let cache = self.cache().await?;
+        if let Some(v) = cache
+            .accounts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            return Ok(v.clone().map(|mut v| {
+                let index = ReviewIndex::from_entries(&cache.audit);
+                for f in &mut v.flags {
+                    f.review = index.get(&f.id);
+                }
+                v
+            }));
+        }
+        let view = self.build_account(&cache, id).await?;
+        cache
+            .accounts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), view.clone());
+        Ok(view)
+    }
+
+    async fn build_account(
+        &self,
+        cache: &Cache,
+        id: &str,
+    ) -> Result<Option<AccountView>, DataError> {
+        let g = &cache.guard;
+        let acc = lit(id);
+        let daily = g
+            .query_internal(&format!(
+                "SELECT p.date AS day, count(*) AS games, sum(CASE WHEN p.outcome = 'loss' THEN 1 ELSE 0 END) AS losses, \
+                 sum(coalesce(p.net, 0)) AS net, sum(p.rejected) AS rejected, sum(p.timeouts) AS timeouts, \
+                 sum(CASE WHEN p.left THEN 1 ELSE 0 END) AS departures \
+                 FROM game_players p WHERE p.account = {acc} GROUP BY p.date ORDER BY p.date"
+            ))
+            .await
+            .map_err(df_err)?;
+        let index = ReviewIndex::from_entries(&cache.audit);
+        let flags: Vec<Flag> = cache
+            .by_account
+            .get(id)
+            .map(|idx| {
+                idx.iter()
+                    .map(|&i| Self::reviewed(cache, &cache.flags[i], &index))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if flags.is_empty() && daily.iter().all(|b| b.num_rows() == 0) {
+            return Ok(None);
+        }
+        let think = g
+            .query_internal(&format!(
+                "SELECT date AS day, avg(think_ms) AS think_ms, stddev(think_ms) / nullif(avg(think_ms), 0) AS think_cv \
+                 FROM moves WHERE player = {acc} AND accepted AND NOT auto AND action <> 'pass' GROUP BY date ORDER BY date"
+            ))
+            .await
+            .map_err(df_err)?;
+        let mut series: Vec<Series> = Vec::new();
+        let mut push = |metric: &str, label: &str, batches: &[RecordBatch], col: &str| {
+            let mut points = Vec::new();
+            for (c, i) in each_row(batches) {
+                let (Some(day), Some(v)) = (
+                    c.str("day", i).and_then(|d| Day::parse(&d)),
+                    c.float(col, i),
+                ) else {
+                    continue;
+                };
+                points.push((day, v));
+            }
+            series.push(Series {
+                metric: metric.into(),
+                label: label.into(),
+                points,
+                threshold: None,
+            });
+        };
+        push("games", "Games per day", &daily, "games");
+        push("losses", "Games lost per day", &daily, "losses");
+        push("net", "Net stake flow per day", &daily, "net");
+        push("rejected", "Rejected attempts per day", &daily, "rejected");
+        push("departures", "Departures per day", &daily, "departures");
+        push("timeouts", "Timeouts per day", &daily, "timeouts");
+        push("think_ms", "Mean think time (ms)", &think, "think_ms");
+        push("think_cv", "Think-time variation (CV)", &think, "think_cv");
+        let flagged: BTreeSet<&str> = cache.by_account.keys().map(String::as_str).collect();
+        let linked_rows = g
+            .query_internal(&format!(
+                "WITH mine AS (SELECT DISTINCT device, ip FROM game_players WHERE account = {acc}) \
+                 SELECT DISTINCT p.account, 'device' AS via, p.device AS hash FROM game_players p JOIN (SELECT DISTINCT device FROM mine) m ON m.device = p.device WHERE p.account <> {acc} \
+                 UNION SELECT DISTINCT p.account, 'ip' AS via, p.ip AS hash FROM game_players p JOIN (SELECT DISTINCT ip FROM mine) m ON m.ip = p.ip WHERE p.account <> {acc}"
+            ))
+            .await
+            .map_err(df_err)?;
+        let pairs = g
+            .query_internal(&format!(
+                "SELECT a, b, games, a_wins, b_wins, flow_a_to_b FROM pair_features WHERE \"window\" = '30d' AND (a = {acc} OR b = {acc}) ORDER BY games DESC LIMIT 50"
+            ))
+            .await
+            .map_err(df_err)?;
+        let mut opponents = Vec::new();
+        let mut together: HashMap<String, i64> = HashMap::new();
+        for (c, i) in each_row(&pairs) {
+            let (Some(a), Some(b)) = (c.str("a", i), c.str("b", i)) else {
+                continue;
+            };
+            let me_a = a == id;
+            let other = if me_a { b } else { a };
+            let games = c.int("games", i).unwrap_or(0);
+            let (aw, bw) = (
+                c.int("a_wins", i).unwrap_or(0),
+                c.int("b_wins", i).unwrap_or(0),
+            );
+            let flow = c.int("flow_a_to_b", i).unwrap_or(0);
+            together.insert(other.clone(), games);
+            opponents.push(Opponent {
+                flagged: flagged.contains(other.as_str()),
+                account: other,
+                games,
+                wins: if me_a { aw } else { bw },
+                losses: if me_a { bw } else { aw },
+                net_stake: if me_a { -flow } else { flow },
+            });
+        }
+        let mut linked = Vec::new();
+        for (c, i) in each_row(&linked_rows) {
+            let (Some(account), Some(via), Some(hash)) =
+                (c.str("account", i), c.str("via", i), c.str("hash", i))
+            else {
+                continue;
+            };
+            linked.push(LinkedAccount {
+                games_together: together.get(&account).copied().unwrap_or(0),
+                flagged: flagged.contains(account.as_str()),
+                account,
+                via: LinkVia::parse(&via).unwrap_or(LinkVia::Ip),
+                hash,
+            });
+        }
+        linked.sort_by(|a, b| (a.via, &a.account).cmp(&(b.via, &b.account)));
+        let action = cache.action_of(&flags);
+        let summary = RiskSummary {
+            max_severity: flags
+                .iter()
+                .map(|f| f.severity)
+                .max()
+                .unwrap_or(Severity::Info),
+            total_score: flags.iter().map(|f| f.score).sum(),
+            action,
+            games: cache.activity.get(id).map(|a| a.0).unwrap_or(0),
+            first_seen: flags.iter().map(|f| f.first_seen).min(),
+            last_seen: flags.iter().map(|f| f.last_seen).max(),
+        };
+        Ok(Some(AccountView {
+            account: id.to_string(),
+            summary,
+            flags,
+            series,
+            linked,
+            opponents,
+            history: Vec::new(),
+        }))
+    }
+
+    async fn game_inner(&self, id: &str) -> Result<Option<GameView>, DataError> {
+        let cache = self.cache().await?;
+        let g = &cache.guard;
+        let game = lit(id);
+        let rows = g
+            .query_internal(&format!("SELECT * FROM games WHERE game = {game}"))
+            .await
+            .map_err(df_err)?;
+        let Some((c, i)) = each_row(&rows).next() else {
+            return Ok(None);
+        };
+        let players_rows = g
+            .query_internal(&format!(
+                "SELECT * FROM game_players WHERE game = {game} ORDER BY position"
+            ))
+            .await
+            .map_err(df_err)?;
+        let players = each_row(&players_rows)
+            .filter_map(|(p, k)| {
+                Some(GamePlayer {
+                    account: p.str("account", k)?,
+                    seat: Seat::parse(&p.str("seat", k)?)?,
+                    ip: p.str("ip", k).unwrap_or_default(),
+                    device: p.str("device", k).unwrap_or_default(),
+                    outcome: p.str("outcome", k),
+                    payout: p.int("payout", k),
+                    net: p.int("net", k),
+                })
+            })
+            .collect();
+        let ts = |name: &str| -> Option<i64> {
+            let b = c.0;
+            let col = b.column(b.schema().index_of(name).ok()?);
+            if col.is_null(i) {
+                return None;
+            }
+            let v = datafusion::arrow::compute::cast(
+                col,
+                &DataType::Timestamp(TimeUnit::Millisecond, None),
+            )
+            .ok()?;
+            Some(
+                v.as_primitive::<datafusion::arrow::datatypes::TimestampMillisecondType>()
+                    .value(i),
+            )
+        };
+        let summary = GameSummary {
+            id: id.to_string(),
+            kind: c
+                .str("kind", i)
+                .and_then(|k| Kind::parse(&k))
+                .unwrap_or(Kind::Draughts10),
+            mode: c
+                .str("mode", i)
+                .and_then(|m| Mode::parse(&m))
+                .unwrap_or(Mode::Standard),
+            variant: c.str("variant", i),
+            rated: c.bool("rated", i).unwrap_or(false),
+            stake: c.int("stake", i).unwrap_or(0),
+            currency: c.str("currency", i).unwrap_or_default(),
+            players,
+            started_at: ts("started_at").unwrap_or(0),
+            ended_at: ts("ended_at"),
+            result_logged: c.str("result_logged", i),
+            reason_logged: c.str("reason_logged", i),
+            result_replayed: c.str("result_replayed", i),
+            reason_replayed: c.str("reason_replayed", i),
+            fairness: c.str("fairness", i).unwrap_or_default(),
+            desynced: c.bool("desynced", i).unwrap_or(false),
+        };
+        let events_rows = g
+            .query_internal(&format!(
+                "SELECT raw FROM events WHERE game = {game} ORDER BY seq"
+            ))
+            .await
+            .map_err(df_err)?;
+        let mut events = Vec::new();
+        for (e, k) in each_row(&events_rows) {
+            let Some(raw) = e.str("raw", k) else { continue };
+            if let Ok(event) = crate::log::parse_line(raw.as_bytes()) {
+                events.push(LoggedEvent { event, raw });
+            }
+        }
+        let findings_rows = g
+            .query_internal(&format!(
+                "SELECT * FROM findings WHERE game = {game} ORDER BY seq, code"
+            ))
+            .await
+            .map_err(df_err)?;
+        let findings = each_row(&findings_rows)
+            .filter_map(|(f, k)| {
+                Some(Finding {
+                    seq: f.int("seq", k)?,
+                    code: f.str("code", k)?,
+                    category: FindingCategory::parse(&f.str("category", k)?)?,
+                    severity: Severity::parse(&f.str("severity", k)?).unwrap_or(Severity::Info),
+                    account: f.str("account", k),
+                    expected: f.str("expected", k),
+                    logged: f.str("logged", k),
+                    message: f.str("message", k).unwrap_or_default(),
+                })
+            })
+            .collect();
+        Ok(Some(GameView {
+            summary,
+            events,
+            findings,
+        }))
+    }
+
+    async fn panel_inner(&self, query_file: &str) -> Result<Table, DataError> {
+        let sql = match PANELS.iter().find(|(name, _)| *name == query_file) {
+            Some((_, sql)) => sql.to_string(),
+            None => {
+                return Err(DataError::BadQuery(format!(
+                    "unknown dashboard query {query_file}"
+                )));
+            }
+        };
+        let cache = self.cache().await?;
+        let batches = cache.guard.query_internal(&sql).await.map_err(df_err)?;
+        Ok(to_table(&batches))
+    }
+
+    async fn status_inner(&self) -> Result<Status, DataError> {
+        let cache = self.cache().await?;
+        let index = ReviewIndex::from_entries(&cache.audit);
+        let open = cache
+            .flags
+            .iter()
+            .filter(|f| {
+                matches!(
+                    index.get(&f.id).status,
+                    ReviewStatus::Open | ReviewStatus::Claimed
+                )
+            })
+            .count() as u64;
+        let now = crate::lake::now_ms();
+        Ok(Status {
+            lake_version: cache.version.to_string(),
+            latest_event: (cache.latest_event > 0).then_some(cache.latest_event),
+            lag_seconds: (cache.latest_event > 0)
+                .then(|| (now - cache.latest_event) as f64 / 1000.0),
+            open_flags: open,
+        })
+    }
+}
+
+/// DataFusion batches as the dashboard's generic table.
+fn to_table(batches: &[RecordBatch]) -> Table {
+    let Some(first) = batches.first() else {
+        return Table {
+            columns: Vec::new(),
+            rows: Vec::new(),
+        };
+    };
+    let schema = first.schema();
+    let columns: Vec<Column> = schema
+        .fields()
+        .iter()
+        .map(|f| Column {
+            name: f.name().clone(),
+            ty: match f.data_type() {
+                DataType::Boolean => ColumnType::Bool,
+                DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt32
+                | DataType::UInt64 => ColumnType::Int,
+                DataType::Float32 | DataType::Float64 | DataType::Decimal128(_, _) => {
+                    ColumnType::Float
+                }
+                DataType::Date32 | DataType::Date64 => ColumnType::Date,
+                DataType::Timestamp(_, _) => ColumnType::Timestamp,
+                _ => ColumnType::Text,
+            },
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (c, i) in each_row(batches) {
+        let row = columns
+            .iter()
+            .map(|col| match col.ty {
+                ColumnType::Bool => c.bool(&col.name, i).map(Cell::Bool),
+                ColumnType::Int => c.int(&col.name, i).map(Cell::Int),
+                ColumnType::Float => c.float(&col.name, i).map(Cell::Float),
+                ColumnType::Date => c
+                    .str(&col.name, i)
+                    .and_then(|d| Day::parse(&d))
+                    .map(Cell::Date),
+                ColumnType::Timestamp => c.int(&col.name, i).map(Cell::Timestamp),
+                ColumnType::Text => c.str(&col.name, i).map(Cell::Text),
+            })
+            .map(|v| v.unwrap_or(Cell::Null))
+            .collect();
+        rows.push(row);
+    }
+    Table { columns, rows }
+}
+
+impl DataSource for LakeData {
+    fn queue<'a>(&'a self, q: &'a QueueQuery) -> DataFuture<'a, Page<QueueRow>> {
+        Box::pin(self.queue_inner(q))
+    }
+
+    fn account<'a>(&'a self, id: &'a str) -> DataFuture<'a, Option<AccountView>> {
+        Box::pin(self.account_inner(id))
+    }
+
+    fn flag<'a>(&'a self, id: &'a str) -> DataFuture<'a, Option<Flag>> {
+        Box::pin(async move {
+            let cache = self.cache().await?;
+            let index = ReviewIndex::from_entries(&cache.audit);
+            Ok(cache
+                .flags
+                .iter()
+                .find(|f| f.id == id)
+                .map(|f| Self::reviewed(&cache, f, &index)))
+        })
+    }
+
+    fn game<'a>(&'a self, id: &'a str) -> DataFuture<'a, Option<GameView>> {
+        Box::pin(self.game_inner(id))
+    }
+
+    fn panel<'a>(&'a self, query_file: &'a str) -> DataFuture<'a, Table> {
+        Box::pin(self.panel_inner(query_file))
+    }
+
+    fn status(&self) -> DataFuture<'_, Status> {
+        Box::pin(self.status_inner())
+    }
+
+    fn audit_log(&self) -> DataFuture<'_, Vec<AuditEntry>> {
+        Box::pin(async move { Ok(self.cache().await?.audit.clone()) })
+    }
+
+    fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry> {
+        Box::pin(async move {
+            let _guard = self.append_lock.lock().await;
+            let root = self.lake.root().to_path_buf();
+            let entry = tokio::task::spawn_blocking(move || {
+                let lake = Lake::open(&root).map_err(df_err)?;
+                crate::review::append(&lake, e).map_err(df_err)
+            })
+            .await
+            .map_err(df_err)??;
+            self.invalidate().await;
+            Ok(entry)
+        })
+    }
+}

@@ -1,0 +1,268 @@
+//! The trust-and-safety dashboard: an axum app with server-rendered pages for reviewers, analysts, compliance and admins.
+//!
+//! * [`data`]: the [`DataSource`] trait, the boundary with the main crate's lake.
+//! * [`fake`]: a rich invented data source for development and tests.
+//! * [`routes`]: the route table (route, method, roles) that builds the router and guards it.
+//! * [`auth`], [`users`]: sessions, CSRF, login rate limit, users file.
+//! * [`audit`], [`review`]: the hash-chained audit log and the review workflow.
+//! * [`frames`], [`board`]: game replay frames computed with the engines, drawn as SVG.
+//! * [`charts`], [`dashboards`]: declarative dashboards rendered as server-side SVG.
+//! * [`metrics`]: Prometheus text.
+//!
+//! Entry points: [`router`] (or [`router_with`] to mount the main crate's
+//! extra pages), and [`serve`].
+
+pub mod assets;
+pub mod audit;
+pub mod auth;
+pub mod board;
+pub mod charts;
+pub mod dashboards;
+pub mod data;
+pub mod fake;
+pub mod frames;
+pub mod lake_data;
+pub mod metrics;
+pub mod pages;
+pub mod review;
+pub mod routes;
+pub mod users;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+
+pub use data::DataSource;
+pub use routes::{Access, RouteMethod, RouteSpec};
+
+/// Dashboard settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// `users.json` (see [`users`]).
+    pub users_file: PathBuf,
+    /// Sessions unused for this long are dropped.
+    pub session_idle: Duration,
+    /// Mark cookies `Secure` (set when served over TLS, directly or behind a proxy).
+    pub secure_cookies: bool,
+    /// Failed logins allowed per IP and per username within [`Config::login_window`].
+    pub login_max_failures: u32,
+    /// Window of the login rate limit.
+    pub login_window: Duration,
+    /// Bearer token accepted on `/metrics` (admins may always read it).
+    pub metrics_token: Option<String>,
+    /// Load `*.json` dashboard definitions from this directory instead of the built-in ones.
+    pub dashboards_dir: Option<PathBuf>,
+    /// Take the client IP for the login rate limit from `X-Forwarded-For` (only behind a trusted proxy).
+    pub trust_forwarded_for: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8088)),
+            users_file: PathBuf::from("users.json"),
+            session_idle: Duration::from_secs(30 * 60),
+            secure_cookies: false,
+            login_max_failures: 5,
+            login_window: Duration::from_secs(15 * 60),
+            metrics_token: None,
+            dashboards_dir: None,
+            trust_forwarded_for: false,
+        }
+    }
+}
+
+struct Inner {
+    data: Arc<dyn DataSource>,
+    config: Config,
+    sessions: auth::Sessions,
+    limiter: auth::LoginLimiter,
+    metrics: metrics::Metrics,
+    review_lock: tokio::sync::Mutex<()>,
+    dashboards: Vec<dashboards::Dashboard>,
+}
+
+/// Shared state of the app (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+/// Why the app could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("dashboard definitions: {0}")]
+    Dashboards(String),
+}
+
+impl AppState {
+    /// A new app over a data source.
+    pub fn new(config: Config, data: Arc<dyn DataSource>) -> Result<AppState, SetupError> {
+        let dashboards = match &config.dashboards_dir {
+            Some(dir) => dashboards::load_dir(dir).map_err(SetupError::Dashboards)?,
+            None => dashboards::builtin().map_err(SetupError::Dashboards)?,
+        };
+        Ok(AppState {
+            inner: Arc::new(Inner {
+                data,
+                sessions: auth::Sessions::new(config.session_idle),
+                limiter: auth::LoginLimiter::new(config.login_max_failures, config.login_window),
+                metrics: metrics::Metrics::default(),
+                review_lock: tokio::sync::Mutex::new(()),
+                dashboards,
+                config,
+            }),
+        })
+    }
+
+    /// The data source.
+    pub fn data(&self) -> &dyn DataSource {
+        self.inner.data.as_ref()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Sessions.
+    pub fn sessions(&self) -> &auth::Sessions {
+        &self.inner.sessions
+    }
+
+    /// Login rate limit.
+    pub fn limiter(&self) -> &auth::LoginLimiter {
+        &self.inner.limiter
+    }
+
+    /// Metrics.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
+    }
+
+    /// Serialises review actions (read state, check, append) within this process.
+    pub fn review_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.inner.review_lock
+    }
+
+    /// Dashboard definitions.
+    pub fn dashboards(&self) -> &[dashboards::Dashboard] {
+        &self.inner.dashboards
+    }
+}
+
+/// Extra routes from the main crate. A spec whose method and path equal a
+/// planned route (`/verify`, `/sql`, `/compliance`) replaces its placeholder;
+/// any other is added. Each carries its access rule, so the guard covers it,
+/// and its `nav` label appears for the roles it allows. Handlers render with
+/// [`pages::Layout`] and templates extending `base.html`.
+#[derive(Default, Clone)]
+pub struct Hooks {
+    /// The extra routes.
+    pub routes: Vec<RouteSpec>,
+}
+
+/// The final route list: the built-in table with hooks applied.
+pub fn route_list(hooks: &Hooks) -> Vec<RouteSpec> {
+    let mut specs = routes::routes();
+    for extra in &hooks.routes {
+        match specs
+            .iter_mut()
+            .find(|s| s.method == extra.method && s.path == extra.path)
+        {
+            Some(s) => *s = extra.clone(),
+            None => specs.push(extra.clone()),
+        }
+    }
+    specs
+}
+
+/// The app's router.
+pub fn router(state: AppState) -> Router {
+    router_with(state, Hooks::default())
+}
+
+/// The app's router with the main crate's extra routes.
+pub fn router_with(state: AppState, hooks: Hooks) -> Router {
+    let specs = route_list(&hooks);
+    let guard = auth::Guard {
+        app: state.clone(),
+        table: Arc::new(routes::AccessTable::new(&specs)),
+        nav: Arc::new(routes::nav_entries(&specs)),
+    };
+    let mut r: Router<AppState> = Router::new();
+    for s in &specs {
+        r = r.route(s.path, (s.handler)());
+    }
+    r.fallback(pages::not_found)
+        .layer(middleware::from_fn_with_state(guard, auth::guard))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// The Content-Security-Policy of every response.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+
+/// Outermost middleware: security headers on every response, request metrics.
+async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (
+            HeaderName::from_static("cross-origin-opener-policy"),
+            "same-origin",
+        ),
+    ] {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    app.metrics()
+        .record(&route, &method, res.status().as_u16(), start.elapsed());
+    res
+}
+
+/// Binds `addr` and serves the app until `shutdown` completes.
+pub async fn serve(
+    addr: SocketAddr,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    serve_on(listener, router(state), shutdown).await
+}
+
+/// Serves a router on a bound listener (tests bind port 0 first; the main crate passes [`router_with`]).
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

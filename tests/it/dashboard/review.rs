@@ -1,0 +1,260 @@
+//! The review workflow over HTTP: claim, confirm with a reason, missing reason, analyst refused, conflicts, reopen, and state surviving a restart.
+
+use axum::http::StatusCode;
+use vigie::serve::data::{Decision, ReviewStatus};
+use vigie::serve::users::Role;
+
+use super::common::{TempDir, TestApp, body, location};
+
+async fn status_of(app: &TestApp, flag: &str) -> ReviewStatus {
+    app.state
+        .data()
+        .flag(flag)
+        .await
+        .expect("flag")
+        .expect("exists")
+        .review
+        .status
+}
+
+#[tokio::test]
+async fn claim_confirm_reopen_and_restart() {
+    let dir = TempDir::new("review");
+    let app = TestApp::new(&dir.0);
+    let flag = app.ids.flag.clone();
+    let account = app.ids.account.clone();
+    let (rita, rita_csrf) = app.session("rita", Role::Reviewer);
+    let (rob, rob_csrf) = app.session("rob", Role::Reviewer);
+    let (ana, ana_csrf) = app.session("ana", Role::Analyst);
+
+    // Deciding before claiming is a conflict.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/confirm"),
+            Some(&rita),
+            &format!("csrf={rita_csrf}&decision=blocked&reason=seen"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+
+    // Claim.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rita),
+            &format!("csrf={rita_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&r), format!("/account/{account}#flag-{flag}"));
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Claimed);
+    // Someone else cannot claim or decide it.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert!(body(r).await.contains("already claimed by rita"));
+    let r = app
+        .post(
+            &format!("/flag/{flag}/dismiss"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}&reason=nope"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+
+    // Missing or blank reason: 400 with a clear message.
+    for form in [
+        format!("csrf={rita_csrf}&decision=blocked"),
+        format!("csrf={rita_csrf}&decision=blocked&reason=+++"),
+    ] {
+        let r = app
+            .post(&format!("/flag/{flag}/confirm"), Some(&rita), &form)
+            .await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert!(
+            body(r)
+                .await
+                .contains("A reason is required to confirm a flag")
+        );
+    }
+    // A decision is required to confirm.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/confirm"),
+            Some(&rita),
+            &format!("csrf={rita_csrf}&reason=ok&decision=ban"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    // An analyst cannot confirm, even with a valid token of their own.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/confirm"),
+            Some(&ana),
+            &format!("csrf={ana_csrf}&decision=blocked&reason=x"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Claimed);
+
+    // Confirm with a reason.
+    let reason = "Left four games at move 3 against the same partner";
+    let r = app
+        .post(
+            &format!("/flag/{flag}/confirm"),
+            Some(&rita),
+            &format!(
+                "csrf={rita_csrf}&decision=blocked&reason={}",
+                reason.replace(' ', "+")
+            ),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let f = app
+        .state
+        .data()
+        .flag(&flag)
+        .await
+        .expect("flag")
+        .expect("exists");
+    assert_eq!(f.review.status, ReviewStatus::Confirmed);
+    assert_eq!(f.review.decision, Some(Decision::Blocked));
+
+    // In the audit log (chain verified) and on /decisions.
+    let audit = body(app.get("/audit", Some(&rita)).await).await;
+    assert!(
+        audit.contains(reason)
+            && audit.contains("chain-ok")
+            && audit.contains("Hash chain verified: 2 entries")
+    );
+    let decisions = body(app.get("/decisions", Some(&rita)).await).await;
+    assert!(decisions.contains(reason) && decisions.contains(&flag));
+    let page = body(app.get(&format!("/account/{account}"), Some(&rita)).await).await;
+    assert!(page.contains(reason) && page.contains("confirmed"));
+    // The analyst sees the account without any review action.
+    let page = body(app.get(&format!("/account/{account}"), Some(&ana)).await).await;
+    assert!(
+        !page.contains("action=\"/flag/"),
+        "analyst sees review forms"
+    );
+    // And no decisions page for analysts.
+    assert_eq!(
+        app.get("/decisions", Some(&ana)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+
+    // Restart: a new app on the same audit file sees the same state.
+    drop(app);
+    let app = TestApp::new(&dir.0);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Confirmed);
+    let (rob, rob_csrf) = app.session("rob", Role::Reviewer);
+    // Reopen needs a reason too.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/reopen"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        body(r)
+            .await
+            .contains("A reason is required to reopen a flag")
+    );
+    let r = app
+        .post(
+            &format!("/flag/{flag}/reopen"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}&reason=new+evidence+from+support"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Open);
+    // Rob can now claim and dismiss it.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let r = app
+        .post(
+            &format!("/flag/{flag}/dismiss"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}&reason=false+positive"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    drop(app);
+    let app = TestApp::new(&dir.0);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Dismissed);
+    let log = app.state.data().audit_log().await.expect("audit");
+    let actions: Vec<String> = log
+        .iter()
+        .map(|e| format!("{}:{}", e.actor, e.action))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "rita:claim",
+            "rita:confirm",
+            "rob:reopen",
+            "rob:claim",
+            "rob:dismiss"
+        ]
+    );
+    assert!(vigie::serve::audit::verify_chain(&log).ok());
+
+    // The queue filter by status follows the fold.
+    let (cookie, _) = app.session("carl", Role::Compliance);
+    let dismissed = body(app.get("/queue?status=dismissed", Some(&cookie)).await).await;
+    assert!(dismissed.contains(&account));
+    let open = body(app.get("/queue?status=confirmed", Some(&cookie)).await).await;
+    assert!(!open.contains(&format!(">{account}<")));
+}
+
+#[tokio::test]
+async fn admin_may_decide_a_claim_of_someone_else_and_queue_claims() {
+    let dir = TempDir::new("review-admin");
+    let app = TestApp::new(&dir.0);
+    let flag = app.ids.flag.clone();
+    let (rita, rita_csrf) = app.session("rita", Role::Reviewer);
+    let (adam, adam_csrf) = app.session("adam", Role::Admin);
+    // Claim from the queue (the keyboard shortcut submits this form) goes back to the queue.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rita),
+            &format!("csrf={rita_csrf}&return_to=%2Fqueue%3Fpage%3D1"),
+        )
+        .await;
+    assert_eq!(location(&r), "/queue?page=1");
+    // An open redirect is not followed.
+    let r = app
+        .post(
+            &format!("/flag/{flag}/dismiss"),
+            Some(&adam),
+            &format!("csrf={adam_csrf}&reason=duplicate&return_to=%2F%2Fevil.example"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(location(&r).starts_with("/account/"));
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Dismissed);
+    let r = app
+        .post(
+            "/flag/fl-nope/claim",
+            Some(&rita),
+            &format!("csrf={rita_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,292 @@
+//! Detection rules: each rule flags a crafted case and leaves a crafted look-alike alone; eval scores flags against labels.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use vigie::lake::Lake;
+use vigie::lake::tables::TableDef;
+
+fn rules_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect")
+}
+
+/// Writes rows (JSON objects keyed by column) as one file of a lake table.
+fn write_table(lake: &Lake, def: &TableDef, rows: &[Value]) {
+    let schema = def.schema();
+    let mut decoder = arrow::json::ReaderBuilder::new(schema.clone())
+        .build_decoder()
+        .unwrap();
+    decoder.serialize(rows).unwrap();
+    let batch = decoder.flush().unwrap().unwrap();
+    let mut w = lake.writer().unwrap();
+    let mut txn = w.begin("test").unwrap();
+    let file = txn
+        .new_file(def.name, def.partition.map(|_| "date=2026-11-20"))
+        .unwrap();
+    let mut meta = vigie::lake::parquet::batch_meta(def, &batch);
+    meta.bytes = vigie::lake::parquet::write_file(&file.pending, def, schema, &[batch]).unwrap();
+    txn.add_file_meta(file, meta);
+    txn.commit(json!({})).unwrap();
+}
+
+/// An account_features row with every count zero, then the given values.
+fn features(account: &str, set: Value) -> Value {
+    let mut row = serde_json::Map::new();
+    for c in vigie::features::account_table().columns {
+        let v = match c.ty {
+            arrow::datatypes::DataType::Int64 => json!(0),
+            arrow::datatypes::DataType::Float64 => Value::Null,
+            _ => Value::Null,
+        };
+        row.insert(c.name.to_string(), v);
+    }
+    row.insert("account".into(), json!(account));
+    row.insert("window".into(), json!("30d"));
+    row.insert("window_end".into(), json!("2026-11-27T00:00:00Z"));
+    row.insert("games".into(), json!(40));
+    row.insert("losses".into(), json!(20));
+    if let Value::Object(m) = set {
+        row.extend(m);
+    }
+    Value::Object(row)
+}
+
+fn pair(a: &str, b: &str, set: Value) -> Value {
+    let mut row = serde_json::Map::new();
+    for c in vigie::features::pair_table().columns {
+        row.insert(
+            c.name.to_string(),
+            if c.ty == arrow::datatypes::DataType::Int64 {
+                json!(0)
+            } else {
+                Value::Null
+            },
+        );
+    }
+    row.insert("a".into(), json!(a));
+    row.insert("b".into(), json!(b));
+    row.insert("window".into(), json!("30d"));
+    row.insert("window_end".into(), json!("2026-11-27T00:00:00Z"));
+    if let Value::Object(m) = set {
+        row.extend(m);
+    }
+    Value::Object(row)
+}
+
+fn player(game: &str, account: &str, device: &str) -> Value {
+    json!({"game": game, "account": account, "seat": "white", "position": 0, "ip": "ip-1", "device": device,
+           "kind": "draughts10", "mode": "standard", "rated": false, "started_at": "2026-11-20T10:00:00Z",
+           "duration_ms": 1000, "stake": 10, "moves": 10, "rejected": 0, "timeouts": 0, "left": false})
+}
+
+/// A crafted lake with, for every rule, one account that must be flagged and one that must not.
+fn crafted() -> (tempfile::TempDir, Lake) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake::open(dir.path()).unwrap();
+    let acc = vec![
+        // Tampering: 4 forged attempts of 2 kinds / an honest player with races and a flaky network.
+        features(
+            "tamper-yes",
+            json!({"tamper_attempts": 4, "tamper_kinds": 2, "tamper_games": 3, "attempts": 400}),
+        ),
+        features(
+            "tamper-no",
+            json!({"tamper_attempts": 0, "races": 6, "malformed": 2, "attempts": 400}),
+        ),
+        // Rage quit: abandons most lost games / resigns them instead.
+        features(
+            "rage-yes",
+            json!({"abandons_losing": 9, "departures_losing": 9, "departures": 9}),
+        ),
+        features(
+            "rage-no",
+            json!({"abandons_losing": 1, "departures_losing": 12, "departures": 12}),
+        ),
+        // Sitting: lets the clock decide lost games / times out once.
+        features(
+            "sit-yes",
+            json!({"decisive_timeouts_losing": 8, "timeouts_losing": 8, "timeouts": 8}),
+        ),
+        features(
+            "sit-no",
+            json!({"decisive_timeouts_losing": 1, "timeouts": 2}),
+        ),
+        // Stalling: slow only when losing / slow always.
+        features(
+            "stall-yes",
+            json!({"slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.02}),
+        ),
+        features(
+            "stall-no",
+            json!({"slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.7}),
+        ),
+        // Bot: steady delays / a person.
+        features(
+            "bot-yes",
+            json!({"moves_timed": 500, "think_cv14": 0.03, "think_cv": 0.04, "think_mean_ms": 1500.0}),
+        ),
+        features(
+            "bot-no",
+            json!({"moves_timed": 500, "think_cv14": 0.55, "think_cv": 0.7, "think_mean_ms": 4000.0}),
+        ),
+    ];
+    write_table(&lake, &vigie::features::account_table(), &acc);
+    let pairs = vec![
+        // Chip dumping: dump-a keeps giving up to dump-b at high stakes / two friends who split games.
+        pair(
+            "dump-a",
+            "dump-b",
+            json!({"games": 9, "a_gave_up": 8, "b_wins": 9, "flow_a_to_b": 4500, "max_stake": 1000}),
+        ),
+        pair(
+            "fair-a",
+            "fair-b",
+            json!({"games": 9, "a_gave_up": 1, "a_wins": 4, "b_wins": 5, "flow_a_to_b": 10, "max_stake": 10}),
+        ),
+        // Win trading: alternating quick rated wins / a plain rivalry.
+        pair(
+            "trade-a",
+            "trade-b",
+            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 11, "a_gave_up": 6, "b_gave_up": 6}),
+        ),
+        pair(
+            "rival-a",
+            "rival-b",
+            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 3, "a_gave_up": 0, "b_gave_up": 1}),
+        ),
+        // Shared device: three accounts on one device playing each other / two on one device (a household).
+        pair("ring-1", "ring-2", json!({"games": 5, "shared_devices": 1})),
+        pair("ring-2", "ring-3", json!({"games": 4, "shared_devices": 1})),
+        pair("home-1", "home-2", json!({"games": 5, "shared_devices": 1})),
+    ];
+    write_table(&lake, &vigie::features::pair_table(), &pairs);
+    let players = vec![
+        player("g1", "ring-1", "dv-ring"),
+        player("g1", "ring-2", "dv-ring"),
+        player("g2", "ring-3", "dv-ring"),
+        player("g3", "home-1", "dv-home"),
+        player("g3", "home-2", "dv-home"),
+    ];
+    write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
+    // Integrity involvement: twice favoured by server faults / once.
+    let finding = |game: &str, seq: i64, account: &str| {
+        json!({"game": game, "seq": seq, "ts": "2026-11-20T10:00:00Z", "kind": "draughts10", "mode": "standard",
+               "account": account, "code": "accepted_illegal", "category": "integrity", "severity": "critical",
+               "message": "crafted"})
+    };
+    let findings = vec![
+        finding("g5", 3, "lucky-yes"),
+        finding("g6", 9, "lucky-yes"),
+        finding("g7", 4, "lucky-no"),
+    ];
+    write_table(&lake, &vigie::replay::rows::FindingRow::def(), &findings);
+    (dir, lake)
+}
+
+fn flags_of(lake: &Lake) -> BTreeMap<String, Vec<(String, String)>> {
+    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let snapshot = lake.snapshot().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let flags = rt
+        .block_on(vigie::detect::evaluate(
+            &snapshot,
+            &rules,
+            &BTreeMap::new(),
+            0,
+        ))
+        .unwrap();
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for f in flags {
+        out.entry(f.account.clone())
+            .or_default()
+            .push((f.rule.clone(), f.action.clone()));
+    }
+    out
+}
+
+#[test]
+fn every_rule_flags_its_case_and_not_the_look_alike() {
+    let (_dir, lake) = crafted();
+    let flags = flags_of(&lake);
+    let has = |acc: &str, rule: &str| {
+        flags
+            .get(acc)
+            .is_some_and(|v| v.iter().any(|(r, _)| r == rule))
+    };
+    for (rule, yes, no) in [
+        ("manipulation_attempts", "tamper-yes", "tamper-no"),
+        ("rage_quit", "rage-yes", "rage-no"),
+        ("sitting", "sit-yes", "sit-no"),
+        ("stalling", "stall-yes", "stall-no"),
+        ("bot_timing", "bot-yes", "bot-no"),
+        ("chip_dumping", "dump-a", "fair-a"),
+        ("chip_dumping", "dump-b", "fair-b"),
+        ("win_trading", "trade-a", "rival-a"),
+        ("win_trading", "trade-b", "rival-b"),
+        ("shared_device_ring", "ring-2", "home-1"),
+        ("integrity_involvement", "lucky-yes", "lucky-no"),
+    ] {
+        assert!(has(yes, rule), "{rule} did not flag {yes}: {flags:?}");
+        assert!(!has(no, rule), "{rule} flagged {no}: {flags:?}");
+    }
+    // Tampering is the one rule that recommends a block.
+    assert!(
+        flags["tamper-yes"]
+            .iter()
+            .any(|(r, a)| r == "manipulation_attempts" && a == "block_recommended")
+    );
+    for (acc, v) in &flags {
+        for (r, a) in v {
+            assert!(
+                a != "block_recommended" || r == "manipulation_attempts",
+                "{acc} {r} {a}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_rule_file_has_a_complete_header() {
+    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    assert!(rules.len() >= 9);
+    for r in &rules {
+        assert!(
+            !r.title.is_empty() && !r.catches.is_empty() && !r.why.is_empty(),
+            "{}",
+            r.id
+        );
+        assert!(
+            ["info", "low", "medium", "high", "critical"].contains(&r.severity.as_str()),
+            "{}",
+            r.id
+        );
+        assert!(
+            ["review", "block_recommended"].contains(&r.action.as_str()),
+            "{}",
+            r.id
+        );
+        assert!(
+            r.path.file_stem().is_some_and(|s| s == r.id.as_str()),
+            "{} is not in {}.sql",
+            r.id,
+            r.id
+        );
+        for p in &r.params {
+            assert!(
+                r.sql.contains(&format!("${{{}}}", p.name)),
+                "{}: parameter {} unused",
+                r.id,
+                p.name
+            );
+        }
+        assert!(
+            !r.render(&BTreeMap::new()).contains("${"),
+            "{}: unresolved parameter",
+            r.id
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Same options, same bytes (whatever the number of threads); another seed, other bytes.
+
+use std::path::Path;
+
+use vigie::sim::{SimOptions, simulate};
+
+/// Every file of a run (compressed bytes as written), sorted by path.
+fn raw_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(dir)
+                    .map(|r| r.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                out.push((rel, std::fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn run(opts: &SimOptions) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    if let Err(e) = simulate(opts, dir.path(), &|_| {}) {
+        panic!("simulate: {e}");
+    }
+    let files = raw_files(dir.path());
+    (dir, files)
+}
+
+fn small() -> SimOptions {
+    SimOptions {
+        days: 2,
+        games_per_day: 150,
+        accounts: 120,
+        servers: 3,
+        malformed: 12,
+        fault_rate: 0.1,
+        ..SimOptions::default()
+    }
+}
+
+#[test]
+fn same_seed_same_bytes_whatever_the_threads() {
+    let (_a, one) = run(&SimOptions {
+        threads: 1,
+        ..small()
+    });
+    let (_b, three) = run(&SimOptions {
+        threads: 3,
+        ..small()
+    });
+    assert!(one.len() >= 4, "{} files", one.len());
+    assert_eq!(one.len(), three.len());
+    for ((pa, ba), (pb, bb)) in one.iter().zip(&three) {
+        assert_eq!(pa, pb);
+        assert!(ba == bb, "{pa} differs");
+    }
+    assert!(one.iter().any(|(p, _)| p == "labels.json"));
+}
+
+#[test]
+fn sample_preset_is_reproducible() {
+    let (_a, x) = run(&SimOptions::sample());
+    let (_b, y) = run(&SimOptions {
+        threads: 1,
+        ..SimOptions::sample()
+    });
+    assert!(x == y, "the sample preset differs between two runs");
+}
+
+#[test]
+fn another_seed_gives_other_bytes() {
+    let (_a, one) = run(&small());
+    let (_b, other) = run(&SimOptions { seed: 2, ..small() });
+    for ((pa, ba), (pb, bb)) in one.iter().zip(&other) {
+        if pa == pb && pa.contains("srv-") {
+            assert!(ba != bb, "{pa} is the same under another seed");
+        }
+    }
+}
+
+#[test]
+fn invalid_options_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    for bad in [
+        SimOptions {
+            days: 0,
+            ..SimOptions::default()
+        },
+        SimOptions {
+            start: "2026-13-01".into(),
+            ..SimOptions::default()
+        },
+        SimOptions {
+            accounts: 3,
+            ..SimOptions::default()
+        },
+        SimOptions {
+            fault_rate: 1.5,
+            ..SimOptions::default()
+        },
+        SimOptions {
+            servers: 0,
+            ..SimOptions::default()
+        },
+    ] {
+        let r = simulate(&bad, dir.path(), &|_| {});
+        assert!(
+            matches!(r, Err(vigie::sim::SimError::Options(_))),
+            "{bad:?} gave {r:?}"
+        );
+    }
+}
