@@ -8,6 +8,40 @@ use crate::games::ludo::{self as l, Expected, Game, LudoError, Seat, Variant};
 use crate::lake::record::Ts;
 use crate::log::{Body, EndReason, MoveAction, TimeoutOutcome};
 
+/// The engine's settings of a logged Ludo variant.
+pub fn engine_variant(v: &crate::log::LudoVariant) -> Variant {
+    Variant {
+        name: v.name.clone(),
+        players: v.players,
+        tokens: v.tokens,
+        exit_on: v.exit_on.clone(),
+        safe_squares: v.safe_squares,
+        bonus_on_six: v.bonus_on_six,
+        three_sixes: v.three_sixes,
+        bonus_on_capture: v.bonus_on_capture,
+        bonus_on_finish: v.bonus_on_finish,
+        turn_s: v.turn_s,
+        max_timeouts: v.max_timeouts,
+    }
+}
+
+/// The logged form of an engine variant (for writers of logs: the simulator, test fixtures).
+pub fn logged_variant(v: &Variant) -> crate::log::LudoVariant {
+    crate::log::LudoVariant {
+        name: v.name.clone(),
+        players: v.players,
+        tokens: v.tokens,
+        exit_on: v.exit_on.clone(),
+        safe_squares: v.safe_squares,
+        bonus_on_six: v.bonus_on_six,
+        three_sixes: v.three_sixes,
+        bonus_on_capture: v.bonus_on_capture,
+        bonus_on_finish: v.bonus_on_finish,
+        turn_s: v.turn_s,
+        max_timeouts: v.max_timeouts,
+    }
+}
+
 pub struct LudoRules {
     game: Option<Game>,
     accounts: Vec<String>,
@@ -49,19 +83,7 @@ impl LudoRules {
         let accounts = cx.accounts();
         let game = match &start.variant {
             Some(crate::log::Variant::Ludo(v)) => {
-                let variant = Variant {
-                    name: v.name.clone(),
-                    players: v.players,
-                    tokens: v.tokens,
-                    exit_on: v.exit_on.clone(),
-                    safe_squares: v.safe_squares,
-                    bonus_on_six: v.bonus_on_six,
-                    three_sixes: v.three_sixes,
-                    bonus_on_capture: v.bonus_on_capture,
-                    bonus_on_finish: v.bonus_on_finish,
-                    turn_s: v.turn_s,
-                    max_timeouts: v.max_timeouts,
-                };
+                let variant = engine_variant(v);
                 let seats: Vec<Seat> = start
                     .players
                     .iter()

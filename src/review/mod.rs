@@ -15,35 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::log::syntax::{EpochMs, format_ts, parse_ts};
 
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            /// Every value.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The stable text form.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            /// Parses the stable text form.
-            pub fn parse(s: &str) -> Option<Self> {
-                match s { $($text => Some($name::$variant),)+ _ => None }
-            }
-        }
-
-        impl ::std::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-pub(crate) use text_enum;
+/// The enum-with-text-form macro of the log model, shared.
+pub(crate) use crate::log::event::string_enum as text_enum;
 
 text_enum!(
     /// Staff roles. Reviewers review; analysts read the queue, accounts, games and

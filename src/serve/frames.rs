@@ -283,19 +283,7 @@ impl State {
             }
             Kind::Ludo => {
                 let variant = match &started.variant {
-                    Some(crate::log::Variant::Ludo(v)) => ludo::Variant {
-                        name: v.name.clone(),
-                        players: v.players,
-                        tokens: v.tokens,
-                        exit_on: v.exit_on.clone(),
-                        safe_squares: v.safe_squares,
-                        bonus_on_six: v.bonus_on_six,
-                        three_sixes: v.three_sixes,
-                        bonus_on_capture: v.bonus_on_capture,
-                        bonus_on_finish: v.bonus_on_finish,
-                        turn_s: v.turn_s,
-                        max_timeouts: v.max_timeouts,
-                    },
+                    Some(crate::log::Variant::Ludo(v)) => crate::replay::ludo::engine_variant(v),
                     _ => return Err("Ludo game without a variant".to_owned()),
                 };
                 let seats: Vec<ludo::Seat> = started

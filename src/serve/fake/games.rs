@@ -283,21 +283,10 @@ fn started(plan: &Plan, seats: &[Seat], commitment: Option<String>) -> Body {
         },
     };
     let variant = match plan.kind {
-        Kind::Ludo => plan.ludo.as_ref().map(|v| {
-            log::Variant::Ludo(log::LudoVariant {
-                name: v.name.clone(),
-                players: v.players,
-                tokens: v.tokens,
-                exit_on: v.exit_on.clone(),
-                safe_squares: v.safe_squares,
-                bonus_on_six: v.bonus_on_six,
-                three_sixes: v.three_sixes,
-                bonus_on_capture: v.bonus_on_capture,
-                bonus_on_finish: v.bonus_on_finish,
-                turn_s: v.turn_s,
-                max_timeouts: v.max_timeouts,
-            })
-        }),
+        Kind::Ludo => plan
+            .ludo
+            .as_ref()
+            .map(|v| log::Variant::Ludo(crate::replay::ludo::logged_variant(v))),
         Kind::Belote => Some(log::Variant::Belote { target: 501 }),
         _ => None,
     };
