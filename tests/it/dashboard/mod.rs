@@ -4,6 +4,7 @@ mod audit;
 mod browser;
 mod common;
 mod frames;
+mod lake;
 mod review;
 mod routes;
 mod security;
