@@ -1,4 +1,4 @@
-//! Vigie: keyboard shortcuts (queue: j/k move, o or Enter opens, c claims, / focuses the filter; replay: arrow keys step) and small comforts. Everything works without it.
+//! Vigie: keyboard shortcuts (queue: j/k move, o or Enter opens, c claims, / focuses the filter; replay: arrow keys step; SQL console: Ctrl+Enter runs) and small comforts. Everything works without it.
 (function () {
   'use strict';
 
@@ -22,6 +22,17 @@
 
   function go(el) {
     if (el && el.getAttribute('href')) { window.location.href = el.getAttribute('href'); }
+  }
+
+  // SQL console: Ctrl+Enter (or Cmd+Enter) runs the query.
+  var sqlText = document.getElementById('sql-text');
+  if (sqlText) {
+    sqlText.addEventListener('keydown', function (e) {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        document.getElementById('sql-run').click();
+      }
+    });
   }
 
   document.addEventListener('keydown', function (e) {

@@ -169,6 +169,54 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Rule>, RuleError> {
         .collect()
 }
 
+/// The rules shipped with the binary (`queries/detect/*.sql` at build time): (path, text).
+pub const BUILTIN: [(&str, &str); 9] = [
+    (
+        "queries/detect/bot_timing.sql",
+        include_str!("../../queries/detect/bot_timing.sql"),
+    ),
+    (
+        "queries/detect/chip_dumping.sql",
+        include_str!("../../queries/detect/chip_dumping.sql"),
+    ),
+    (
+        "queries/detect/integrity_involvement.sql",
+        include_str!("../../queries/detect/integrity_involvement.sql"),
+    ),
+    (
+        "queries/detect/manipulation_attempts.sql",
+        include_str!("../../queries/detect/manipulation_attempts.sql"),
+    ),
+    (
+        "queries/detect/rage_quit.sql",
+        include_str!("../../queries/detect/rage_quit.sql"),
+    ),
+    (
+        "queries/detect/shared_device_ring.sql",
+        include_str!("../../queries/detect/shared_device_ring.sql"),
+    ),
+    (
+        "queries/detect/sitting.sql",
+        include_str!("../../queries/detect/sitting.sql"),
+    ),
+    (
+        "queries/detect/stalling.sql",
+        include_str!("../../queries/detect/stalling.sql"),
+    ),
+    (
+        "queries/detect/win_trading.sql",
+        include_str!("../../queries/detect/win_trading.sql"),
+    ),
+];
+
+/// The shipped rules, parsed (what `vigie detect` runs when `--rules` is not given).
+pub fn builtin() -> Result<Vec<Rule>, RuleError> {
+    BUILTIN
+        .iter()
+        .map(|(path, text)| Rule::parse(Path::new(path), text))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +233,22 @@ mod tests {
         o.insert("x.n".to_string(), "5".to_string());
         assert_eq!(r.render(&o).trim(), "SELECT 5 AS score");
         assert!(Rule::parse(Path::new("y.sql"), "-- id: y\nSELECT 1").is_err());
+    }
+
+    #[test]
+    fn builtin_rules_are_the_files_of_queries_detect() {
+        let shipped = builtin().unwrap();
+        let on_disk =
+            load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect")).unwrap();
+        let ids = |v: &[Rule]| {
+            v.iter()
+                .map(|r| (r.id.clone(), r.sql.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(&shipped),
+            ids(&on_disk),
+            "a rule file was added or removed: update BUILTIN"
+        );
     }
 }

@@ -148,7 +148,16 @@ fn fmt_cards(cards: &[Card]) -> String {
         .join(" ")
 }
 
-fn same_cards(logged: &[String], expected: &[Card]) -> bool {
+/// The men a side may select as medieval (its 12 starting men on the 8x8 board), ascending.
+pub(crate) fn medieval_eligible(color: &str) -> Vec<u8> {
+    if color == "white" {
+        (21..=32).collect()
+    } else {
+        (1..=12).collect()
+    }
+}
+
+pub(crate) fn same_cards(logged: &[String], expected: &[Card]) -> bool {
     let mut a: Vec<String> = logged.to_vec();
     let mut b: Vec<String> = expected.iter().map(|c| c.to_string()).collect();
     a.sort();
@@ -314,14 +323,8 @@ fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
                 if auto.is_empty() {
                     continue;
                 }
-                let (Ok(c), eligible): (Result<SelectColor, _>, Vec<u8>) = (
-                    color.parse::<SelectColor>(),
-                    if *color == "white" {
-                        (21..=32).collect()
-                    } else {
-                        (1..=12).collect()
-                    },
-                ) else {
+                let (Ok(c), eligible) = (color.parse::<SelectColor>(), medieval_eligible(color))
+                else {
                     continue;
                 };
                 let expected = fairness::auto_select(seed, &game, c, chosen, &eligible);
@@ -346,7 +349,7 @@ fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
 }
 
 /// The shuffled deck of a deal and the dealer's index.
-fn deck_for(
+pub(crate) fn deck_for(
     seed: &str,
     game: &str,
     deal: i64,

@@ -56,6 +56,8 @@ pub struct GameReplay {
     pub date: String,
     /// Random draws checked (or to check once the seed is revealed).
     pub draws: DrawCounts,
+    /// The random outcomes as logged, in seq order (for public verification).
+    pub draw_list: Vec<Draw>,
 }
 
 /// How many random outcomes of each kind a game logged.
@@ -708,6 +710,7 @@ fn build(
     findings.sort_by_key(|f| (f.seq, f.code));
     GameReplay {
         draws,
+        draw_list: cx.draws,
         game: Some(game_row),
         players,
         moves: cx.moves,

@@ -181,8 +181,8 @@ pub fn verify_file(path: &Path, only: Option<&str>) -> Result<FileVerdicts, Veri
     })
 }
 
-/// The full verdict (every finding) of one game from the lake.
-pub fn verify_in_lake(lake: &Lake, game: &str) -> Result<Verdict, VerifyError> {
+/// Replays one game of the lake (with seed reuse against the rest of the lake).
+pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyError> {
     let state = lake.state().map_err(ReplayError::from)?;
     let root = lake.root().to_path_buf();
     let events: Vec<_> = state.table_files("events").collect();
@@ -213,12 +213,316 @@ pub fn verify_in_lake(lake: &Lake, game: &str) -> Result<Verdict, VerifyError> {
     )?;
     let index = read_game_index(&root, &state)?;
     seed_reuse(&mut replays, &index, &wanted);
-    let r = replays
-        .first()
-        .ok_or_else(|| VerifyError::NoSuchGame(game.to_string()))?;
+    Ok(replays.into_iter().next().filter(|r| r.game.is_some()))
+}
+
+/// The full verdict (every finding) of one game from the lake.
+pub fn verify_in_lake(lake: &Lake, game: &str) -> Result<Verdict, VerifyError> {
+    let r = replay_one(lake, game)?.ok_or_else(|| VerifyError::NoSuchGame(game.to_string()))?;
     Verdict::of(
-        r,
+        &r,
         &[Category::Attempt, Category::Integrity, Category::Fairness],
     )
     .ok_or_else(|| VerifyError::NoSuchGame(game.to_string()))
+}
+
+/// One die as logged next to its derivation.
+#[derive(Debug, Clone, Serialize)]
+pub struct DieCheck {
+    pub seq: i64,
+    pub n: i64,
+    pub logged: u8,
+    pub derived: Option<u8>,
+}
+
+/// One Belote deal: the logged first hands and turned card, and the derived deck (top first).
+#[derive(Debug, Clone, Serialize)]
+pub struct DealCheck {
+    pub seq: i64,
+    pub deal: i64,
+    /// Seat of the dealer (`p1`, `p2`).
+    pub dealer: String,
+    /// Hands as logged, by seat.
+    pub hands: BTreeMap<String, Vec<String>>,
+    pub turned: String,
+    /// The 32 cards of the shuffle derived from the seed, top first.
+    pub derived_deck: Vec<String>,
+    /// Whether the logged hands (first six cards, completed hands) and turned card are those dealt from the derived deck.
+    pub ok: bool,
+    /// The completed hands (absent when both players passed twice).
+    pub completion: Option<CompletionCheck>,
+}
+
+/// The 16-card hands of a deal once the taker is known.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompletionCheck {
+    pub seq: i64,
+    /// Seat of the taker.
+    pub taker: String,
+    pub hands: BTreeMap<String, Vec<String>>,
+    pub ok: bool,
+}
+
+/// One Medieval duel.
+#[derive(Debug, Clone, Serialize)]
+pub struct DuelCheck {
+    pub seq: i64,
+    pub m: u64,
+    pub victim: u8,
+    pub logged: bool,
+    pub derived: Option<bool>,
+}
+
+/// One automatic selection of medieval men.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelectionCheck {
+    pub seq: i64,
+    pub color: String,
+    pub chosen: Vec<u8>,
+    /// The side's men the selection draws from (ascending).
+    pub eligible: Vec<u8>,
+    pub logged: Vec<u8>,
+    pub derived: Vec<u8>,
+}
+
+/// What the public verification page shows of a finished game: fairness only, no ip, device or account.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublicVerification {
+    pub game: String,
+    pub kind: String,
+    pub mode: String,
+    pub variant: Option<String>,
+    pub seats: Vec<String>,
+    pub commitment: Option<String>,
+    pub seed: Option<String>,
+    /// SHA-256 of the seed (when revealed).
+    pub seed_sha256: Option<String>,
+    pub verdict: String,
+    pub dice: Vec<DieCheck>,
+    pub deals: Vec<DealCheck>,
+    pub duels: Vec<DuelCheck>,
+    pub selections: Vec<SelectionCheck>,
+    /// Fairness failures with seq, code, expected and logged values (accounts replaced by seats).
+    pub failures: Vec<PublicFailure>,
+}
+
+/// A fairness finding as the public sees it: no account, accounts in the text replaced by seats.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublicFailure {
+    pub seq: i64,
+    pub code: String,
+    pub message: String,
+    pub expected: Option<String>,
+    pub logged: Option<String>,
+}
+
+/// Why a game cannot be shown publicly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotPublic {
+    /// No such game.
+    Unknown,
+    /// The game is still running (or its seed not revealed): nothing is shown.
+    NotFinished,
+}
+
+/// The public verification of one game of the lake.
+pub fn public_verification(
+    lake: &Lake,
+    game: &str,
+) -> Result<Result<PublicVerification, NotPublic>, VerifyError> {
+    let Some(r) = replay_one(lake, game)? else {
+        return Ok(Err(NotPublic::Unknown));
+    };
+    let Some(g) = &r.game else {
+        return Ok(Err(NotPublic::Unknown));
+    };
+    if !g.finished || (g.fairness != "n/a" && g.seed.is_none() && g.fairness != "fail") {
+        return Ok(Err(NotPublic::NotFinished));
+    }
+    Ok(Ok(public_of(&r)))
+}
+
+/// Builds the public view of a replayed, finished game.
+pub fn public_of(r: &GameReplay) -> PublicVerification {
+    use crate::games::belote;
+    let g = r.game.as_ref().cloned();
+    let (game, kind, mode, variant, commitment, seed, fairness) = match &g {
+        Some(g) => (
+            g.game.clone(),
+            g.kind.clone(),
+            g.mode.clone(),
+            g.variant.clone(),
+            g.commitment.clone(),
+            g.seed.clone(),
+            g.fairness.clone(),
+        ),
+        None => Default::default(),
+    };
+    let accounts: Vec<String> = g.as_ref().map(|g| g.players.clone()).unwrap_or_default();
+    let seat_of: BTreeMap<String, String> = r
+        .players
+        .iter()
+        .map(|p| (p.account.clone(), p.seat.clone()))
+        .collect();
+    let seat = |a: &str| seat_of.get(a).cloned().unwrap_or_else(|| "?".into());
+    let by_seat = |hands: &[(String, Vec<String>)]| -> BTreeMap<String, Vec<String>> {
+        hands.iter().map(|(a, c)| (seat(a), c.clone())).collect()
+    };
+    let seats: Vec<String> = accounts.iter().map(|a| seat(a)).collect();
+    let mut by_length: Vec<(&String, &String)> = seat_of.iter().collect();
+    by_length.sort_by_key(|(a, _)| std::cmp::Reverse(a.len()));
+    let anonymise = |text: &str| -> String {
+        by_length
+            .iter()
+            .fold(text.to_string(), |t, (account, seat)| {
+                t.replace(account.as_str(), seat)
+            })
+    };
+    let valid_seed = seed
+        .as_deref()
+        .filter(|s| crate::fairness::check_seed(s).is_ok());
+    let mut out = PublicVerification {
+        seed_sha256: seed.as_deref().map(crate::fairness::commitment),
+        game: game.clone(),
+        kind,
+        mode,
+        variant,
+        seats,
+        commitment,
+        seed: seed.clone(),
+        verdict: fairness,
+        dice: Vec::new(),
+        deals: Vec::new(),
+        duels: Vec::new(),
+        selections: Vec::new(),
+        failures: r
+            .findings
+            .iter()
+            .filter(|f| f.category == Category::Fairness)
+            .map(|f| PublicFailure {
+                seq: f.seq,
+                code: f.code.as_str().to_string(),
+                message: anonymise(&f.message),
+                expected: f.expected.as_deref().map(&anonymise),
+                logged: f.logged.as_deref().map(&anonymise),
+            })
+            .collect(),
+    };
+    let mut dealers: BTreeMap<i64, String> = BTreeMap::new();
+    for d in &r.draw_list {
+        match d {
+            super::game::Draw::Die { seq, n, value, .. } => out.dice.push(DieCheck {
+                seq: *seq,
+                n: *n,
+                logged: *value,
+                derived: valid_seed
+                    .zip(u64::try_from(*n).ok())
+                    .map(|(s, n)| crate::fairness::die(s, &game, n)),
+            }),
+            super::game::Draw::Deal {
+                seq,
+                deal,
+                dealer,
+                hands,
+                turned,
+                ..
+            } => {
+                dealers.insert(*deal, dealer.clone());
+                let deck = valid_seed
+                    .and_then(|s| super::fairness::deck_for(s, &game, *deal, dealer, &accounts));
+                let ok = deck.as_ref().is_some_and(|(cards, dealer)| {
+                    let dealt = belote::initial_deal(cards, *dealer);
+                    dealt.turned.to_string() == *turned
+                        && hands.len() == accounts.len()
+                        && hands.iter().all(|(acc, logged)| {
+                            accounts.iter().position(|a| a == acc).is_some_and(|p| {
+                                super::fairness::same_cards(logged, &dealt.hands[p % 2])
+                            })
+                        })
+                });
+                out.deals.push(DealCheck {
+                    seq: *seq,
+                    deal: *deal,
+                    dealer: seat(dealer),
+                    hands: by_seat(hands),
+                    turned: turned.clone(),
+                    derived_deck: deck
+                        .map(|(d, _)| d.iter().map(|c| c.to_string()).collect())
+                        .unwrap_or_default(),
+                    ok,
+                    completion: None,
+                });
+            }
+            super::game::Draw::Completion {
+                seq,
+                deal,
+                taker,
+                hands,
+            } => {
+                let Some(check) = out.deals.iter_mut().rev().find(|d| d.deal == *deal) else {
+                    continue;
+                };
+                let dealer = dealers.get(deal).cloned().unwrap_or_default();
+                let deck = valid_seed
+                    .and_then(|s| super::fairness::deck_for(s, &game, *deal, &dealer, &accounts));
+                let ok = match (deck, accounts.iter().position(|a| a == taker)) {
+                    (Some((cards, dealer)), Some(t)) => {
+                        let full = belote::completed_hands(&cards, dealer, t);
+                        hands.len() == accounts.len()
+                            && hands.iter().all(|(acc, logged)| {
+                                accounts.iter().position(|a| a == acc).is_some_and(|p| {
+                                    super::fairness::same_cards(logged, &full[p % 2])
+                                })
+                            })
+                    }
+                    _ => false,
+                };
+                check.ok &= ok;
+                check.completion = Some(CompletionCheck {
+                    seq: *seq,
+                    taker: seat(taker),
+                    hands: by_seat(hands),
+                    ok,
+                });
+            }
+            super::game::Draw::Duel {
+                seq,
+                m,
+                victim,
+                won,
+                ..
+            } => out.duels.push(DuelCheck {
+                seq: *seq,
+                m: *m,
+                victim: *victim,
+                logged: *won,
+                derived: valid_seed.map(|s| crate::fairness::duel(s, &game, *m)),
+            }),
+            super::game::Draw::Selection {
+                seq,
+                color,
+                chosen,
+                auto,
+                ..
+            } if !auto.is_empty() => {
+                let eligible = super::fairness::medieval_eligible(color);
+                let derived = match (valid_seed, color.parse::<crate::fairness::SelectColor>()) {
+                    (Some(s), Ok(c)) => {
+                        crate::fairness::auto_select(s, &game, c, chosen, &eligible)
+                    }
+                    _ => Vec::new(),
+                };
+                out.selections.push(SelectionCheck {
+                    seq: *seq,
+                    color: color.to_string(),
+                    chosen: chosen.clone(),
+                    eligible,
+                    logged: auto.clone(),
+                    derived,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
 }

@@ -245,8 +245,7 @@ async fn run_queries(
     snapshot: &Snapshot,
     opts: &ReportOptions,
 ) -> Result<Vec<(String, Vec<RecordBatch>)>, ReportError> {
-    let mut tables = crate::sql::all_tables();
-    tables.push(crate::review::AuditRow::def());
+    let tables = crate::sql::all_tables();
     let ctx = crate::lake::sql::session(snapshot, &tables, crate::lake::sql::Limits::default())
         .await
         .map_err(|source| ReportError::Query {

@@ -26,6 +26,11 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../../static/app.js"),
     },
     Asset {
+        name: "verify.js",
+        mime: "text/javascript; charset=utf-8",
+        body: include_str!("../../static/verify.js"),
+    },
+    Asset {
         name: "favicon.svg",
         mime: "image/svg+xml",
         body: include_str!("../../static/favicon.svg"),

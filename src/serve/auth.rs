@@ -607,7 +607,11 @@ pub struct LoginForm {
     next: String,
 }
 
-fn client_ip(parts_headers: &HeaderMap, connect: Option<SocketAddr>, trust_xff: bool) -> String {
+pub(crate) fn client_ip(
+    parts_headers: &HeaderMap,
+    connect: Option<SocketAddr>,
+    trust_xff: bool,
+) -> String {
     if trust_xff
         && let Some(ip) = parts_headers
             .get("x-forwarded-for")

@@ -75,6 +75,41 @@ pub trait DataSource: Send + Sync + 'static {
     /// Appends one audit entry: assigns `seq`, chains it to the head with
     /// [`crate::serve::audit::seal`], persists it, and returns the sealed entry.
     fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry>;
+
+    /// Runs an analyst's read-only query for the SQL console (at most
+    /// `max_rows` rows, under the SQL guard's checks and limits, logged with
+    /// `who`). A refused or failed query is [`DataError::BadQuery`] with the
+    /// reason. Sources without SQL answer [`DataError::Unavailable`].
+    fn analyst_query<'a>(
+        &'a self,
+        sql: &'a str,
+        who: &'a str,
+        max_rows: usize,
+    ) -> DataFuture<'a, QueryResult> {
+        let _ = (sql, who, max_rows);
+        Box::pin(async { Err(DataError::Unavailable("this data source has no SQL".into())) })
+    }
+
+    /// The lake directory, for pages that read it directly (public
+    /// verification, compliance report); `None` when there is no lake.
+    fn lake_root(&self) -> Option<&std::path::Path> {
+        None
+    }
+}
+
+/// The result of an analyst's query, every value formatted as text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueryResult {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows (`None` for SQL NULL).
+    pub rows: Vec<Vec<Option<String>>>,
+    /// More rows existed than were returned.
+    pub truncated: bool,
+    /// Wall time, milliseconds.
+    pub ms: u64,
+    /// The lake snapshot the query read.
+    pub snapshot: String,
 }
 
 /// Why the data source could not answer.

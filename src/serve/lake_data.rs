@@ -750,6 +750,39 @@ fn to_table(batches: &[RecordBatch]) -> Table {
     Table { columns, rows }
 }
 
+/// DataFusion batches as text cells (arrow's display formatting, NULL kept apart).
+fn text_table(batches: &[RecordBatch]) -> Result<QueryResult, arrow::error::ArrowError> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let mut out = QueryResult::default();
+    let Some(first) = batches.first() else {
+        return Ok(out);
+    };
+    out.columns = first
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let opts = FormatOptions::default();
+    for b in batches {
+        let fmts = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        for i in 0..b.num_rows() {
+            out.rows.push(
+                b.columns()
+                    .iter()
+                    .zip(&fmts)
+                    .map(|(c, f)| (!c.is_null(i)).then(|| f.value(i).to_string()))
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
+}
+
 impl DataSource for LakeData {
     fn queue<'a>(&'a self, q: &'a QueueQuery) -> DataFuture<'a, Page<QueueRow>> {
         Box::pin(self.queue_inner(q))
@@ -785,6 +818,36 @@ impl DataSource for LakeData {
 
     fn audit_log(&self) -> DataFuture<'_, Vec<AuditEntry>> {
         Box::pin(async move { Ok(self.cache().await?.audit.clone()) })
+    }
+
+    fn analyst_query<'a>(
+        &'a self,
+        sql: &'a str,
+        who: &'a str,
+        max_rows: usize,
+    ) -> DataFuture<'a, QueryResult> {
+        Box::pin(async move {
+            let cache = self.cache().await?;
+            let started = Instant::now();
+            let batches = cache
+                .guard
+                .query_rows(sql, who, Some(max_rows.saturating_add(1)))
+                .await
+                .map_err(|e| match e {
+                    crate::sql::SqlError::Lake(e) => DataError::Unavailable(e.to_string()),
+                    other => DataError::BadQuery(other.to_string()),
+                })?;
+            let mut out = text_table(&batches).map_err(|e| DataError::BadQuery(e.to_string()))?;
+            out.truncated = out.rows.len() > max_rows;
+            out.rows.truncate(max_rows);
+            out.ms = started.elapsed().as_millis() as u64;
+            out.snapshot = cache.guard.snapshot().id();
+            Ok(out)
+        })
+    }
+
+    fn lake_root(&self) -> Option<&std::path::Path> {
+        Some(self.lake.root())
     }
 
     fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry> {

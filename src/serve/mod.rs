@@ -8,15 +8,19 @@
 //! * [`frames`], [`board`]: game replay frames computed with the engines, drawn as SVG.
 //! * [`charts`], [`dashboards`]: declarative dashboards rendered as server-side SVG.
 //! * [`metrics`]: Prometheus text.
+//! * [`public`]: public verification of finished games (no login).
+//! * [`console`]: the analysts' SQL console.
+//! * [`compliance`]: the compliance report download.
 //!
-//! Entry points: [`router`] (or [`router_with`] to mount the main crate's
-//! extra pages), and [`serve`].
+//! Entry points: [`router`] and [`serve`].
 
 pub mod assets;
 pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod charts;
+pub mod compliance;
+pub mod console;
 pub mod dashboards;
 pub mod data;
 pub mod fake;
@@ -24,6 +28,7 @@ pub mod frames;
 pub mod lake_data;
 pub mod metrics;
 pub mod pages;
+pub mod public;
 pub mod review;
 pub mod routes;
 pub mod users;
@@ -64,6 +69,12 @@ pub struct Config {
     pub dashboards_dir: Option<PathBuf>,
     /// Take the client IP for the login rate limit from `X-Forwarded-For` (only behind a trusted proxy).
     pub trust_forwarded_for: bool,
+    /// Public verification pages one IP may open per minute.
+    pub verify_per_minute: u32,
+    /// Rows the SQL console shows at most.
+    pub console_rows: usize,
+    /// Rows a console CSV download holds at most.
+    pub csv_rows: usize,
 }
 
 impl Default for Config {
@@ -78,6 +89,9 @@ impl Default for Config {
             metrics_token: None,
             dashboards_dir: None,
             trust_forwarded_for: false,
+            verify_per_minute: 60,
+            console_rows: 1000,
+            csv_rows: 1_000_000,
         }
     }
 }
@@ -87,6 +101,7 @@ struct Inner {
     config: Config,
     sessions: auth::Sessions,
     limiter: auth::LoginLimiter,
+    public_limiter: auth::LoginLimiter,
     metrics: metrics::Metrics,
     review_lock: tokio::sync::Mutex<()>,
     dashboards: Vec<dashboards::Dashboard>,
@@ -117,6 +132,10 @@ impl AppState {
                 data,
                 sessions: auth::Sessions::new(config.session_idle),
                 limiter: auth::LoginLimiter::new(config.login_max_failures, config.login_window),
+                public_limiter: auth::LoginLimiter::new(
+                    config.verify_per_minute,
+                    Duration::from_secs(60),
+                ),
                 metrics: metrics::Metrics::default(),
                 review_lock: tokio::sync::Mutex::new(()),
                 dashboards,
@@ -145,6 +164,11 @@ impl AppState {
         &self.inner.limiter
     }
 
+    /// Rate limit of the public verification pages (every request counts).
+    pub fn public_limiter(&self) -> &auth::LoginLimiter {
+        &self.inner.public_limiter
+    }
+
     /// Metrics.
     pub fn metrics(&self) -> &metrics::Metrics {
         &self.inner.metrics
@@ -161,40 +185,14 @@ impl AppState {
     }
 }
 
-/// Extra routes from the main crate. A spec whose method and path equal a
-/// planned route (`/verify`, `/sql`, `/compliance`) replaces its placeholder;
-/// any other is added. Each carries its access rule, so the guard covers it,
-/// and its `nav` label appears for the roles it allows. Handlers render with
-/// [`pages::Layout`] and templates extending `base.html`.
-#[derive(Default, Clone)]
-pub struct Hooks {
-    /// The extra routes.
-    pub routes: Vec<RouteSpec>,
-}
-
-/// The final route list: the built-in table with hooks applied.
-pub fn route_list(hooks: &Hooks) -> Vec<RouteSpec> {
-    let mut specs = routes::routes();
-    for extra in &hooks.routes {
-        match specs
-            .iter_mut()
-            .find(|s| s.method == extra.method && s.path == extra.path)
-        {
-            Some(s) => *s = extra.clone(),
-            None => specs.push(extra.clone()),
-        }
-    }
-    specs
+/// The final route list (the route table).
+pub fn route_list() -> Vec<RouteSpec> {
+    routes::routes()
 }
 
 /// The app's router.
 pub fn router(state: AppState) -> Router {
-    router_with(state, Hooks::default())
-}
-
-/// The app's router with the main crate's extra routes.
-pub fn router_with(state: AppState, hooks: Hooks) -> Router {
-    let specs = route_list(&hooks);
+    let specs = route_list();
     let guard = auth::Guard {
         app: state.clone(),
         table: Arc::new(routes::AccessTable::new(&specs)),
@@ -253,7 +251,7 @@ pub async fn serve(
     serve_on(listener, router(state), shutdown).await
 }
 
-/// Serves a router on a bound listener (tests bind port 0 first; the main crate passes [`router_with`]).
+/// Serves a router on a bound listener (tests bind port 0 first).
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     app: Router,

@@ -2,8 +2,8 @@
 //!
 //! Handlers turn data-source results into plain view structs of strings
 //! (formatted here, not in templates) rendered by askama templates that
-//! extend `templates/base.html`. The main crate's extra pages use
-//! [`Layout`] the same way.
+//! extend `templates/base.html`. The public, console and compliance pages
+//! use [`Layout`] the same way.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -237,22 +237,6 @@ pub async fn not_found(ctx: Ctx) -> Response {
         StatusCode::NOT_FOUND,
         "There is no page at this address.",
     )
-}
-
-#[derive(Template)]
-#[template(path = "placeholder.html")]
-struct PlaceholderTpl {
-    l: Layout,
-    path: String,
-}
-
-/// Placeholder of the planned pages (`/verify`, `/sql`, `/compliance`).
-pub async fn planned(ctx: Ctx) -> Response {
-    let t = PlaceholderTpl {
-        l: Layout::new(&ctx, "Not available yet"),
-        path: ctx.path.clone(),
-    };
-    html(StatusCode::NOT_FOUND, &t)
 }
 
 // ----- queue -----

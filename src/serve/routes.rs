@@ -1,6 +1,6 @@
 //! The route table: every route with its method, access rule and navigation label, in one place.
 //!
-//! The router is built from this table ([`super::router_with`]) and the guard
+//! The router is built from this table ([`super::router`]) and the guard
 //! middleware looks every request up in it, so a route cannot exist without
 //! an access rule. Tests iterate the same table (every role against every route).
 //!
@@ -15,19 +15,18 @@
 //! | `/decisions`, `/audit` | GET | reviewer, compliance, admin |
 //! | `/flag/{id}/claim`, `/confirm`, `/dismiss`, `/reopen` | POST | reviewer, admin |
 //! | `/metrics` | GET | admin session, or `Authorization: Bearer <metrics_token>` |
-//! | `/verify` | GET | public (planned: provided by the main crate) |
-//! | `/sql` | GET | analyst, admin (planned) |
-//! | `/compliance` | GET | compliance, admin (planned) |
-//!
-//! Planned routes answer with a placeholder page until the main crate mounts
-//! its handler with [`super::Hooks`].
+//! | `/verify`, `/verify/{id}` (`.json` suffix for JSON) | GET | public, rate-limited per IP |
+//! | `/sql` | GET, POST | analyst, admin |
+//! | `/sql/csv` | POST | analyst, admin |
+//! | `/compliance` | GET | compliance, admin |
+//! | `/compliance/report` | POST | compliance, admin |
 
 use axum::http::Method;
 use axum::routing::{MethodRouter, get, post};
 
 use super::AppState;
 use super::users::Role;
-use super::{assets, auth, metrics, pages, review};
+use super::{assets, auth, compliance, console, metrics, pages, public, review};
 
 /// Every staff role.
 pub const ALL_STAFF: &[Role] = &[Role::Reviewer, Role::Compliance, Role::Analyst, Role::Admin];
@@ -92,8 +91,6 @@ pub struct RouteSpec {
     pub nav: Option<&'static str>,
     /// Builds the handler.
     pub handler: fn() -> MethodRouter<AppState>,
-    /// A page the main crate provides later; until then a placeholder answers and it stays out of the navigation.
-    pub planned: bool,
 }
 
 impl std::fmt::Debug for RouteSpec {
@@ -103,7 +100,6 @@ impl std::fmt::Debug for RouteSpec {
             .field("path", &self.path)
             .field("access", &self.access)
             .field("nav", &self.nav)
-            .field("planned", &self.planned)
             .finish()
     }
 }
@@ -121,23 +117,7 @@ const fn spec(
         access,
         nav,
         handler,
-        planned: false,
     }
-}
-
-const fn planned(path: &'static str, access: Access, nav: &'static str) -> RouteSpec {
-    RouteSpec {
-        method: RouteMethod::Get,
-        path,
-        access,
-        nav: Some(nav),
-        handler: placeholder,
-        planned: true,
-    }
-}
-
-fn placeholder() -> MethodRouter<AppState> {
-    get(pages::planned)
 }
 
 use RouteMethod::{Get, Post};
@@ -226,9 +206,35 @@ pub fn routes() -> Vec<RouteSpec> {
         spec(Get, "/metrics", Access::Metrics, None, || {
             get(metrics::handler)
         }),
-        planned("/verify", Access::Public, "Verify"),
-        planned("/sql", Access::Roles(ANALYSTS), "SQL"),
-        planned("/compliance", Access::Roles(COMPLIANCE), "Compliance"),
+        spec(Get, "/verify", Access::Public, Some("Verify"), || {
+            get(public::form)
+        }),
+        spec(Get, "/verify/{id}", Access::Public, None, || {
+            get(public::game)
+        }),
+        spec(Get, "/sql", Access::Roles(ANALYSTS), Some("SQL"), || {
+            get(console::console)
+        }),
+        spec(Post, "/sql", Access::Roles(ANALYSTS), None, || {
+            post(console::run)
+        }),
+        spec(Post, "/sql/csv", Access::Roles(ANALYSTS), None, || {
+            post(console::csv)
+        }),
+        spec(
+            Get,
+            "/compliance",
+            Access::Roles(COMPLIANCE),
+            Some("Compliance"),
+            || get(compliance::page),
+        ),
+        spec(
+            Post,
+            "/compliance/report",
+            Access::Roles(COMPLIANCE),
+            None,
+            || post(compliance::report),
+        ),
     ]
 }
 
@@ -282,11 +288,11 @@ pub struct NavEntry {
     pub access: Access,
 }
 
-/// Navigation entries of a route list (planned routes without handler are left out).
+/// Navigation entries of a route list.
 pub fn nav_entries(specs: &[RouteSpec]) -> Vec<NavEntry> {
     specs
         .iter()
-        .filter(|s| s.method == RouteMethod::Get && !s.planned)
+        .filter(|s| s.method == RouteMethod::Get)
         .filter_map(|s| {
             s.nav.map(|label| NavEntry {
                 path: s.path,

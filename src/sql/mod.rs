@@ -110,6 +110,79 @@ pub fn views() -> Vec<View> {
         .collect()
 }
 
+/// A query an analyst can run in one click (dashboard console, `vigie sql --saved`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SavedQuery {
+    /// Group heading: `view`, `panel` or `rule`.
+    pub group: &'static str,
+    /// Short name (`views/account_risk`, `dashboard/flags_per_day_by_rule`, `detect/chip_dumping`).
+    pub name: String,
+    pub doc: String,
+    pub sql: String,
+}
+
+/// The dashboard panels' queries, shipped with the binary.
+pub const PANEL_FILES: [(&str, &str); 4] = [
+    (
+        "flags_per_day_by_rule",
+        include_str!("../../queries/dashboard/flags_per_day_by_rule.sql"),
+    ),
+    (
+        "rejected_attempts_per_day_by_kind",
+        include_str!("../../queries/dashboard/rejected_attempts_per_day_by_kind.sql"),
+    ),
+    (
+        "departure_timeout_rates",
+        include_str!("../../queries/dashboard/departure_timeout_rates.sql"),
+    ),
+    (
+        "flagged_pair_stake_flows",
+        include_str!("../../queries/dashboard/flagged_pair_stake_flows.sql"),
+    ),
+];
+
+/// Every saved query of `queries/`: the views, the dashboard panels and the
+/// detection rules (with their default thresholds).
+pub fn saved_queries() -> Vec<SavedQuery> {
+    let mut out: Vec<SavedQuery> = views()
+        .into_iter()
+        .map(|v| SavedQuery {
+            group: "view",
+            sql: format!("SELECT * FROM {}", v.name),
+            name: format!("views/{}", v.name),
+            doc: v.doc,
+        })
+        .collect();
+    for (name, text) in PANEL_FILES {
+        let doc = text
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .map(|l| l.trim_start_matches('-').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push(SavedQuery {
+            group: "panel",
+            name: format!("dashboard/{name}"),
+            doc,
+            sql: text.to_string(),
+        });
+    }
+    if let Ok(rules) = crate::detect::rules::builtin() {
+        for r in rules {
+            out.push(SavedQuery {
+                group: "rule",
+                name: format!("detect/{}", r.id),
+                sql: r
+                    .render(&std::collections::BTreeMap::new())
+                    .trim()
+                    .to_string(),
+                doc: r.title,
+            });
+        }
+    }
+    out
+}
+
 /// Registers the views in a session.
 pub async fn register_views(ctx: &SessionContext) -> Result<(), DataFusionError> {
     for v in views() {
@@ -218,8 +291,18 @@ impl Guard {
 
     /// Runs a read query to completion within the time and row limits, logging who ran what.
     pub async fn query(&self, sql: &str, who: &str) -> Result<Vec<RecordBatch>, SqlError> {
+        self.query_rows(sql, who, self.limits.max_rows).await
+    }
+
+    /// Like [`Guard::query`] with another row limit (the console asks for one row more than it shows).
+    pub async fn query_rows(
+        &self,
+        sql: &str,
+        who: &str,
+        max_rows: Option<usize>,
+    ) -> Result<Vec<RecordBatch>, SqlError> {
         let started = Instant::now();
-        let result = self.query_inner(sql).await;
+        let result = self.query_inner(sql, max_rows).await;
         let rows: usize = result
             .as_ref()
             .map(|b| b.iter().map(RecordBatch::num_rows).sum())
@@ -241,9 +324,12 @@ impl Guard {
         Ok(self.ctx.sql(sql).await?.collect().await?)
     }
 
-    async fn query_inner(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
+    async fn query_inner(
+        &self,
+        sql: &str,
+        max_rows: Option<usize>,
+    ) -> Result<Vec<RecordBatch>, SqlError> {
         let timeout = self.limits.timeout;
-        let max_rows = self.limits.max_rows;
         let work = async {
             let mut stream = self.stream(sql).await?;
             let schema = stream.schema();

@@ -160,3 +160,72 @@ pub fn ensure_python(modules: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A lake built once per test run from `data/sample` (the simulator's sample):
+/// ingested, replayed, detected. Read-only: copy it to write.
+pub fn sample_lake() -> &'static Path {
+    static LAKE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LAKE.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sample-lake");
+        let _ = std::fs::remove_dir_all(&dir);
+        let lake = vigie::lake::Lake::open(&dir).expect("open lake");
+        vigie::ingest::ingest_paths(
+            &lake,
+            &[root.join("data/sample")],
+            &vigie::ingest::IngestOptions {
+                progress: false,
+                ..Default::default()
+            },
+        )
+        .expect("ingest the sample");
+        vigie::replay::run::run(
+            &lake,
+            &vigie::replay::run::ReplayOptions {
+                threads: 2,
+                progress: false,
+            },
+        )
+        .expect("replay the sample");
+        vigie::detect::run(&lake, &root.join("queries/detect"), &Default::default())
+            .expect("detect on the sample");
+        dir
+    })
+}
+
+/// A query over a lake through the analysts' SQL guard, every value as text.
+pub fn sql_text(lake: &Path, query: &str) -> Vec<Vec<String>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let guard = vigie::sql::Guard::open(&Lake::open(lake).expect("lake"), Default::default())
+            .await
+            .expect("sql session");
+        let mut out = Vec::new();
+        for b in guard.query(query, "test").await.expect("query") {
+            let fmts: Vec<_> = b
+                .columns()
+                .iter()
+                .map(|c| {
+                    arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                        .expect("formatter")
+                })
+                .collect();
+            for i in 0..b.num_rows() {
+                out.push(fmts.iter().map(|f| f.value(i).to_string()).collect());
+            }
+        }
+        out
+    })
+}
+
+/// The first value of the first row of a query.
+pub fn sql_first(lake: &Path, query: &str) -> String {
+    sql_text(lake, query)
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next())
+        .unwrap_or_else(|| panic!("no row for {query}"))
+}

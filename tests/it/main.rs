@@ -8,4 +8,5 @@ mod draughts;
 mod engines;
 mod ingest;
 mod replay;
+mod report;
 mod sim;

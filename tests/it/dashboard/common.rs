@@ -84,6 +84,30 @@ impl TestApp {
         }
     }
 
+    /// An app over any data source (the real lake's, in lake.rs).
+    pub fn over(
+        dir: &Path,
+        data: Arc<dyn vigie::serve::DataSource>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        let mut config = Config {
+            users_file: users_file(dir),
+            ..Config::default()
+        };
+        tweak(&mut config);
+        let state = AppState::new(config, data).expect("app state");
+        TestApp {
+            router: router(state.clone()),
+            state,
+            ids: SampleIds {
+                account: String::new(),
+                flag: String::new(),
+                game: String::new(),
+                seq: 0,
+            },
+        }
+    }
+
     /// A session for a user without going through the login form: (cookie header, csrf token).
     pub fn session(&self, name: &str, role: Role) -> (String, String) {
         let token = self.state.sessions().create(name, role);

@@ -2,45 +2,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use vigie::ingest::{IngestOptions, ingest_paths};
 use vigie::lake::Lake;
-use vigie::replay::run::ReplayOptions;
 use vigie::serve::data::{DataSource, QueueQuery};
 use vigie::serve::lake_data::LakeData;
 
 use super::common::{PASSWORD, users_file};
 
-/// A lake built once from data/sample: ingested, replayed, detected.
-fn sample_lake() -> &'static Path {
-    static LAKE: OnceLock<PathBuf> = OnceLock::new();
-    LAKE.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-sample-lake");
-        let _ = std::fs::remove_dir_all(&dir);
-        let lake = Lake::open(&dir).unwrap();
-        ingest_paths(
-            &lake,
-            &[root.join("data/sample")],
-            &IngestOptions {
-                progress: false,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        vigie::replay::run::run(
-            &lake,
-            &ReplayOptions {
-                threads: 2,
-                progress: false,
-            },
-        )
-        .unwrap();
-        vigie::detect::run(&lake, &root.join("queries/detect"), &Default::default()).unwrap();
-        dir
-    })
-}
+use crate::common::sample_lake;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -131,26 +101,7 @@ fn review_flow_on_the_real_lake_in_headless_chromium() {
         }
     }
     let (account, flag, game, seq) = target.expect("a flag with a game reference");
-    let state = vigie::serve::AppState::new(
-        vigie::serve::Config {
-            users_file: users,
-            ..vigie::serve::Config::default()
-        },
-        Arc::new(data),
-    )
-    .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(vigie::serve::serve_on(
-        listener,
-        vigie::serve::router(state),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let (addr, stop_tx, server) = spawn_server(&rt, &dir, users);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target_dir =
         std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
@@ -192,4 +143,367 @@ fn review_flow_on_the_real_lake_in_headless_chromium() {
             .any(|e| e.flag == flag && e.action == vigie::review::ReviewAction::Confirm)
     );
     assert!(vigie::review::verify_chain(&log).ok());
+}
+
+use crate::common::{sql_first as first, sql_text as sql_rows};
+
+/// Serves the dashboard over a lake on a free port: (address, stop signal, server task).
+fn spawn_server(
+    rt: &tokio::runtime::Runtime,
+    lake: &Path,
+    users: PathBuf,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let state = vigie::serve::AppState::new(
+        vigie::serve::Config {
+            users_file: users,
+            ..vigie::serve::Config::default()
+        },
+        Arc::new(LakeData::new(Lake::open(lake).unwrap())),
+    )
+    .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = rt.spawn(vigie::serve::serve_on(
+        listener,
+        vigie::serve::router(state),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    (addr, stop_tx, server)
+}
+
+#[test]
+fn public_verification_agrees_in_headless_chromium() {
+    let lake = sample_lake();
+    let pick = |kind: &str, verdict: &str| {
+        first(
+            lake,
+            &format!(
+                "SELECT game FROM games WHERE kind = '{kind}' AND fairness = '{verdict}' AND finished ORDER BY game LIMIT 1"
+            ),
+        )
+    };
+    let games = [
+        format!("{}=pass", pick("ludo", "pass")),
+        format!("{}=pass", pick("belote", "pass")),
+        format!("{}=fail", pick("ludo", "fail")),
+        format!("{}=fail", pick("belote", "fail")),
+    ];
+    let dir = super::common::TempDir::new("verify-browser");
+    let rt = runtime();
+    let (addr, stop_tx, server) = spawn_server(&rt, lake, users_file(&dir.0));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let target_dir =
+        std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
+    let shots = target_dir.join("screenshots/verify");
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut cmd = Command::new(&python);
+    cmd.arg(root.join("tests/browser/verify_flow.py"))
+        .args(["--base-url", &format!("http://{addr}")])
+        .arg("--screenshots")
+        .arg(&shots);
+    for g in &games {
+        cmd.args(["--game", g]);
+    }
+    let out = cmd.output().expect("run the browser script");
+    let _ = stop_tx.send(());
+    let _ = rt.block_on(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "browser script failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("agrees with the server"), "{stdout}");
+    assert!(
+        shots
+            .join("verify-02-".to_owned() + games[1].split('=').next().unwrap() + ".png")
+            .exists()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_verification_shows_fairness_only_and_is_rate_limited() {
+    use super::common::{TestApp, body};
+    let lake = tokio::task::spawn_blocking(|| sample_lake().to_path_buf())
+        .await
+        .unwrap();
+    let (game, players) = tokio::task::spawn_blocking({
+        let lake = lake.clone();
+        move || {
+            let g = first(
+                &lake,
+                "SELECT min(f.game) FROM findings f JOIN games g ON g.game = f.game WHERE f.code = 'wrong_die' AND g.finished",
+            );
+            let players: Vec<String> = sql_rows(
+                &lake,
+                &format!("SELECT account FROM game_players WHERE game = '{g}'"),
+            )
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+            (g, players)
+        }
+    })
+    .await
+    .unwrap();
+    assert!(!players.is_empty());
+    let dir = super::common::TempDir::new("verify-http");
+    let app = TestApp::over(
+        &dir.0,
+        Arc::new(LakeData::new(Lake::open(&lake).unwrap())),
+        |c| c.verify_per_minute = 4,
+    );
+    let r = app.get(&format!("/verify/{game}.json"), None).await;
+    assert_eq!(r.status(), axum::http::StatusCode::OK);
+    let json = body(r).await;
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["game"], game.as_str());
+    assert_eq!(v["verdict"], "fail");
+    assert!(v["dice"].as_array().is_some_and(|d| !d.is_empty()));
+    assert!(
+        v["failures"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|x| x["code"] == "wrong_die"))
+    );
+    for p in &players {
+        assert!(
+            !json.contains(p.as_str()),
+            "the public JSON names account {p}"
+        );
+    }
+    for key in ["\"ip", "device", "\"account"] {
+        assert!(!json.contains(key), "the public JSON holds {key}");
+    }
+    let html = body(app.get(&format!("/verify/{game}"), None).await).await;
+    assert!(html.contains("openssl dgst -sha256 -hmac"));
+    assert!(html.contains("sha256sum"));
+    assert!(html.contains(&format!("/verify/{game}.json")));
+    let r = app.get("/verify/not-a-game-xyz.json", None).await;
+    assert_eq!(r.status(), axum::http::StatusCode::NOT_FOUND);
+    // Three requests so far from this address: the fourth passes, the fifth is refused.
+    let r = app.get(&format!("/verify/{game}.json"), None).await;
+    assert_eq!(r.status(), axum::http::StatusCode::OK);
+    let r = app.get(&format!("/verify/{game}.json"), None).await;
+    assert_eq!(r.status(), axum::http::StatusCode::TOO_MANY_REQUESTS);
+    assert!(r.headers().contains_key("retry-after"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_console_runs_saved_queries_refuses_writes_and_downloads_csv() {
+    use super::common::{TestApp, body};
+    use axum::http::StatusCode;
+    use vigie::serve::users::Role;
+    let lake = tokio::task::spawn_blocking(|| sample_lake().to_path_buf())
+        .await
+        .unwrap();
+    let dir = super::common::TempDir::new("console");
+    let app = TestApp::over(
+        &dir.0,
+        Arc::new(LakeData::new(Lake::open(&lake).unwrap())),
+        |c| c.console_rows = 7,
+    );
+    let (cookie, csrf) = app.session("ana", Role::Analyst);
+    let page = body(app.get("/sql", Some(&cookie)).await).await;
+    let saved = vigie::sql::saved_queries();
+    assert!(saved.len() >= 15, "{}", saved.len());
+    for s in &saved {
+        assert!(
+            page.contains(&format!("/sql?saved={}", s.name)),
+            "{} not listed",
+            s.name
+        );
+        let r = app
+            .get(&format!("/sql?saved={}", s.name), Some(&cookie))
+            .await;
+        let status = r.status();
+        let html = body(r).await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "saved query {} failed: {html}",
+            s.name
+        );
+        assert!(html.contains("id=\"sql-table\""), "{}", s.name);
+    }
+    // A join and an aggregate, through the form.
+    let join = "SELECT g.kind, count(DISTINCT p.account) AS players FROM games g JOIN game_players p ON p.game = g.game GROUP BY g.kind ORDER BY g.kind";
+    let form = |sql: &str| {
+        format!(
+            "csrf={csrf}&sql={}",
+            url::form_urlencoded::byte_serialize(sql.as_bytes()).collect::<String>()
+        )
+    };
+    let r = app.post("/sql", Some(&cookie), &form(join)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let html = body(r).await;
+    let expected = tokio::task::spawn_blocking({
+        let lake = lake.clone();
+        move || sql_rows(&lake, join)
+    })
+    .await
+    .unwrap();
+    for row in &expected {
+        assert!(
+            html.contains(&format!("<td>{}</td><td>{}</td>", row[0], row[1])),
+            "{row:?} missing"
+        );
+    }
+    // The row limit of the page, and the CSV with every row.
+    let r = app
+        .post(
+            "/sql",
+            Some(&cookie),
+            &form("SELECT game, seq FROM events ORDER BY game, seq"),
+        )
+        .await;
+    let html = body(r).await;
+    assert!(html.contains("id=\"sql-truncated\""));
+    assert_eq!(html.matches("<tr><td>").count(), 7);
+    let r = app
+        .post(
+            "/sql/csv",
+            Some(&cookie),
+            &form("SELECT game, seq FROM events ORDER BY game, seq"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.headers()[axum::http::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let csv = body(r).await;
+    let events: usize = tokio::task::spawn_blocking({
+        let lake = lake.clone();
+        move || first(&lake, "SELECT count(*) FROM events")
+    })
+    .await
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert_eq!(csv.lines().count(), events + 1);
+    assert!(csv.starts_with("game,seq\r\n"));
+    // Writes and escapes are refused with a reason, and the console keeps working.
+    for bad in [
+        "CREATE TABLE t AS SELECT 1",
+        "INSERT INTO flags SELECT * FROM flags",
+        "COPY (SELECT 1) TO '/tmp/vigie-escape.csv'",
+        "DROP TABLE events",
+        "SET datafusion.execution.batch_size = 1",
+        "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT count(*) FROM generate_series(1, 1000000000000)",
+        "SELECT 1; DROP TABLE events",
+    ] {
+        let r = app.post("/sql", Some(&cookie), &form(bad)).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
+        let html = body(r).await;
+        assert!(html.contains("id=\"sql-error\""), "{bad}: {html}");
+    }
+    assert!(!Path::new("/tmp/vigie-escape.csv").exists());
+    let r = app
+        .post("/sql", Some(&cookie), &form("SELECT 1 AS one"))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    // A reviewer has no console; a POST without the CSRF token is refused.
+    let (rc, _) = app.session("rita", Role::Reviewer);
+    assert_eq!(
+        app.get("/sql", Some(&rc)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    let r = app.post("/sql", Some(&cookie), "sql=SELECT+1").await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compliance_download_is_the_cli_bundle_and_verifies() {
+    use super::common::{TestApp, body};
+    use axum::http::StatusCode;
+    use vigie::serve::users::Role;
+    let lake = tokio::task::spawn_blocking(|| sample_lake().to_path_buf())
+        .await
+        .unwrap();
+    let dir = super::common::TempDir::new("compliance");
+    let app = TestApp::over(
+        &dir.0,
+        Arc::new(LakeData::new(Lake::open(&lake).unwrap())),
+        |_| {},
+    );
+    let (cookie, csrf) = app.session("carl", Role::Compliance);
+    let page = body(app.get("/compliance", Some(&cookie)).await).await;
+    let value = |name: &str| {
+        let key = format!("name=\"{name}\" value=\"");
+        let at = page.find(&key).expect(name) + key.len();
+        page[at..].split('"').next().unwrap().to_owned()
+    };
+    let (from, to) = (value("from"), value("to"));
+    assert_eq!(from.len(), 10);
+    let form = format!("csrf={csrf}&from={from}&to={to}&alpha=0.01");
+    let r = app.post("/compliance/report", Some(&cookie), &form).await;
+    if r.status() != StatusCode::OK {
+        panic!("{}: {}", r.status(), body(r).await);
+    }
+    let digest = r.headers()["x-vigie-bundle-digest"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let tar1 = axum::body::to_bytes(r.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let r = app.post("/compliance/report", Some(&cookie), &form).await;
+    let tar2 = axum::body::to_bytes(r.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(tar1, tar2, "two downloads differ");
+    // Unpacked, it verifies, and it is the CLI's bundle for the same period.
+    let unpacked = dir.0.join("unpacked");
+    tar::Archive::new(tar1.as_ref()).unpack(&unpacked).unwrap();
+    let bundle = unpacked.join(format!("vigie-report-{from}-{to}"));
+    let check = vigie::report::verify(&bundle).unwrap();
+    assert!(check.ok(), "{check:?}");
+    assert_eq!(check.digest, digest);
+    let cli = dir.0.join("cli");
+    let opts = vigie::report::ReportOptions {
+        from: from.clone(),
+        to: to.clone(),
+        generated_at: format!("{to}T23:59:59.999Z"),
+        alpha: 0.01,
+        out: cli.clone(),
+    };
+    let (_, cli_digest) = tokio::task::spawn_blocking({
+        let lake = lake.clone();
+        move || vigie::report::generate(&Lake::open(&lake).unwrap(), &opts).unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(cli_digest, digest);
+    // A bad period is refused with a reason; an analyst cannot generate reports.
+    let r = app
+        .post(
+            "/compliance/report",
+            Some(&cookie),
+            &format!("csrf={csrf}&from={from}&to=not-a-date"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let (ac, acsrf) = app.session("ana", Role::Analyst);
+    let r = app
+        .post(
+            "/compliance/report",
+            Some(&ac),
+            &format!("csrf={acsrf}&from={from}&to={to}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
 }

@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 use vigie::serve::users::Role;
-use vigie::serve::{Access, Hooks, RouteMethod, route_list};
+use vigie::serve::{Access, RouteMethod, route_list};
 
 use super::common::{TempDir, TestApp, location, to_login};
 
@@ -23,7 +23,7 @@ fn concrete(path: &str, app: &TestApp) -> String {
 async fn every_role_against_every_route() {
     let dir = TempDir::new("routes");
     let app = TestApp::new(&dir.0);
-    let specs = route_list(&Hooks::default());
+    let specs = route_list();
     assert!(specs.len() >= 20);
     let roles = [Role::Reviewer, Role::Compliance, Role::Analyst, Role::Admin];
     let mut checked = 0;

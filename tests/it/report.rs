@@ -1,0 +1,289 @@
+//! The compliance report on the simulator's sample: figures against direct SQL on the lake, reproducibility, `report verify`, and every injected fairness fault listed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use vigie::lake::Lake;
+use vigie::report::{ReportOptions, generate, verify};
+
+use crate::common::sample_lake;
+
+const FROM: &str = "2026-11-20";
+const TO: &str = "2026-11-21";
+
+fn out_dir(tag: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{tag}"));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn report(out: &Path) -> (Value, String) {
+    let opts = ReportOptions {
+        from: FROM.into(),
+        to: TO.into(),
+        generated_at: format!("{TO}T23:59:59.999Z"),
+        alpha: 0.01,
+        out: out.to_path_buf(),
+    };
+    let (_, digest) = generate(&Lake::open(sample_lake()).unwrap(), &opts).unwrap();
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    (summary, digest)
+}
+
+fn sql(query: &str) -> Vec<Vec<String>> {
+    crate::common::sql_text(sample_lake(), query)
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+#[test]
+fn report_figures_match_the_lake_and_the_bundle_is_reproducible_and_verifiable() {
+    let a = out_dir("a");
+    let b = out_dir("b");
+    let (summary, digest) = report(&a);
+    let (_, digest_b) = report(&b);
+    // Two runs: byte-identical bundles.
+    assert_eq!(digest, digest_b);
+    let files = |d: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        vigie::lake::walk_files(d)
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.strip_prefix(d).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (k, v) in &fa {
+        assert!(fb[k] == *v, "{} differs between two runs", k.display());
+    }
+    for f in ["summary.html", "summary.json", "MANIFEST.sha256", "DIGEST"] {
+        assert!(fa.contains_key(Path::new(f)), "{f} missing");
+    }
+    assert!(
+        fa.keys()
+            .any(|k| k.extension().is_some_and(|e| e == "parquet"))
+    );
+    assert!(fa.keys().any(|k| k.extension().is_some_and(|e| e == "csv")));
+
+    // Scope.
+    assert_eq!(summary["scope"]["period_from"], FROM);
+    assert_eq!(summary["scope"]["period_to"], TO);
+    assert!(
+        summary["scope"]["lake_snapshot"]
+            .as_str()
+            .is_some_and(|s| s.starts_with('v'))
+    );
+
+    // Volumes against the lake: games and events per kind and mode, straight from the tables.
+    let games: BTreeMap<(String, String), i64> = sql(&format!(
+        "SELECT kind, mode, count(*) FROM games WHERE date BETWEEN DATE '{FROM}' AND DATE '{TO}' GROUP BY 1, 2"
+    ))
+    .into_iter()
+    .map(|r| ((r[0].clone(), r[1].clone()), r[2].parse().unwrap()))
+    .collect();
+    let events: BTreeMap<(String, String), i64> = sql(
+        "SELECT s.kind, s.mode, count(*) FROM events e \
+         JOIN (SELECT game, kind, mode FROM events WHERE type = 'game_started') s ON s.game = e.game GROUP BY 1, 2",
+    )
+    .into_iter()
+    .map(|r| ((r[0].clone(), r[1].clone()), r[2].parse().unwrap()))
+    .collect();
+    let volumes = summary["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), games.len());
+    let mut total_games = 0;
+    for v in volumes {
+        let key = (
+            v["kind"].as_str().unwrap().to_owned(),
+            v["mode"].as_str().unwrap().to_owned(),
+        );
+        assert_eq!(int(&v["games"]), games[&key], "games of {key:?}");
+        assert_eq!(int(&v["events"]), events[&key], "events of {key:?}");
+        total_games += int(&v["games"]);
+    }
+    assert_eq!(total_games, 80, "the sample has 80 games");
+    let stakes: i64 = sql("SELECT sum(stake) FROM events WHERE type = 'game_started'")[0][0]
+        .parse()
+        .unwrap();
+    let players: i64 = sql("SELECT count(*) FROM game_players")[0][0]
+        .parse()
+        .unwrap();
+    let reported_stakes: i64 = volumes.iter().map(|v| int(&v["stakes"])).sum();
+    assert!(players > 0);
+    // Stakes are per player; the pot of a game is the stake times its players.
+    let pots: i64 = sql(
+        "SELECT sum(s.stake * p.n) FROM (SELECT game, stake FROM events WHERE type = 'game_started') s \
+         JOIN (SELECT game, count(*) AS n FROM game_players GROUP BY game) p ON p.game = s.game",
+    )[0][0]
+        .parse()
+        .unwrap();
+    assert!(stakes > 0);
+    assert_eq!(reported_stakes, pots);
+
+    // Fairness failures: exactly the fairness findings of the lake.
+    let findings: BTreeSet<(String, String)> =
+        sql("SELECT game, code FROM findings WHERE category = 'fairness'")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+    let listed: BTreeSet<(String, String)> = summary["fairness"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["game"].as_str().unwrap().to_owned(),
+                f["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(!listed.is_empty());
+    assert_eq!(listed, findings);
+    let with_commitment: i64 = sql(
+        "SELECT count(*) FROM games WHERE commitment IS NOT NULL AND date BETWEEN DATE '2026-11-20' AND DATE '2026-11-21'",
+    )[0][0]
+        .parse()
+        .unwrap();
+    assert_eq!(
+        int(&summary["fairness"]["commitments_checked"]),
+        with_commitment
+    );
+
+    // Integrity incidents by code.
+    let integrity: BTreeMap<String, i64> =
+        sql("SELECT code, count(*) FROM findings WHERE category = 'integrity' GROUP BY code")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].parse().unwrap()))
+            .collect();
+    let reported: BTreeMap<String, i64> = summary["integrity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["code"].as_str().unwrap().to_owned(), int(&r["incidents"])))
+        .collect();
+    assert_eq!(reported, integrity);
+
+    // Enforcement: the flags of the lake.
+    let flags: i64 = sql("SELECT count(*) FROM flags")[0][0].parse().unwrap();
+    assert_eq!(int(&summary["enforcement"]["flags_total"]), flags);
+
+    // Randomness: every test has a statistic, df and p-value; the rolls tested are the lake's.
+    let tests = summary["randomness"]["tests"].as_array().unwrap();
+    assert!(tests.len() >= 8);
+    for t in tests {
+        assert!(
+            t["p_value"]
+                .as_f64()
+                .is_some_and(|p| (0.0..=1.0).contains(&p)),
+            "{t}"
+        );
+        // Chi-square tests carry their degrees of freedom; the duel test is an exact binomial test.
+        let binomial = t["name"].as_str().is_some_and(|n| n.contains("duel"));
+        assert!(
+            binomial || t["df"].as_f64().is_some_and(|d| d >= 1.0),
+            "{t}"
+        );
+    }
+    let rolls: i64 = sql("SELECT count(*) FROM events WHERE type = 'roll'")[0][0]
+        .parse()
+        .unwrap();
+    let faces = tests
+        .iter()
+        .find(|t| t["name"] == "dice faces")
+        .expect("dice faces test");
+    assert_eq!(int(&faces["observations"]), rolls);
+
+    // report verify: passes, then names the one changed file.
+    let check = verify(&a).unwrap();
+    assert!(check.ok(), "{check:?}");
+    assert_eq!(check.digest, digest);
+    let victim = a.join("evidence/dice.csv");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x01;
+    std::fs::write(&victim, &bytes).unwrap();
+    let check = verify(&a).unwrap();
+    assert!(!check.ok());
+    assert_eq!(check.changed, vec!["evidence/dice.csv".to_string()]);
+    assert!(check.missing.is_empty() && check.extra.is_empty());
+    // And through the CLI: exit 1, the file named.
+    let out = crate::common::vigie(&["report", "verify", a.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("changed: evidence/dice.csv"));
+}
+
+#[test]
+fn every_injected_fairness_fault_is_in_the_report_and_clean_randomness_passes() {
+    let out = out_dir("faults");
+    let (summary, _) = report(&out);
+    let labels: Value = serde_json::from_slice(
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample/labels.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let fairness_codes = [
+        "commitment_missing",
+        "commitment_mismatch",
+        "late_commitment",
+        "seed_malformed",
+        "seed_missing",
+        "seed_reused",
+        "wrong_die",
+        "wrong_deal",
+        "wrong_duel",
+        "wrong_selection",
+    ];
+    let injected: Vec<(String, String)> = labels["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| fairness_codes.contains(&f["code"].as_str().unwrap_or("")))
+        .map(|f| {
+            (
+                f["game"].as_str().unwrap().to_owned(),
+                f["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        injected.len() >= 5,
+        "the sample injects few fairness faults: {injected:?}"
+    );
+    let failures = summary["fairness"]["failures"].as_array().unwrap();
+    for (game, code) in &injected {
+        assert!(
+            failures
+                .iter()
+                .any(|f| f["game"] == game.as_str() && f["code"] == code.as_str()),
+            "injected {code} in {game} is not in the report"
+        );
+    }
+    // The injected faults touch a handful of draws: the randomness tests still pass at 1 %.
+    assert_eq!(summary["randomness"]["alpha"], 0.01);
+    assert!(
+        summary["randomness"]["correction"]
+            .as_str()
+            .is_some_and(|c| c.contains("Holm"))
+    );
+    let tests = summary["randomness"]["tests"].as_array().unwrap();
+    for t in tests {
+        assert_eq!(t["pass"], true, "randomness test failed on clean dice: {t}");
+    }
+    let html = std::fs::read_to_string(out.join("summary.html")).unwrap();
+    for (game, _) in &injected {
+        assert!(
+            html.contains(game.as_str()),
+            "{game} missing from summary.html"
+        );
+    }
+}
