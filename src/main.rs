@@ -92,6 +92,9 @@ enum Command {
         /// Staff accounts file (default: LAKE/_vigie/config/users.json).
         #[arg(long)]
         users: Option<PathBuf>,
+        /// Also serve SQL over the PostgreSQL wire protocol on this address (analyst and admin accounts).
+        #[arg(long)]
+        pg: Option<std::net::SocketAddr>,
     },
     /// Administration: staff accounts.
     #[command(subcommand)]
@@ -144,6 +147,12 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
         format: cli::sql::Format,
+        /// Time limit of a query, seconds.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// Memory limit of the session, MiB (operators that can spill do so beyond it).
+        #[arg(long, default_value_t = 512)]
+        memory_mb: usize,
         /// The query.
         query: Option<String>,
     },
@@ -340,12 +349,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cli::pipeline::run_simulate(&out, &opts, progress)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { lake, addr, users } => {
+        Command::Serve {
+            lake,
+            addr,
+            users,
+            pg,
+        } => {
             let users = users.unwrap_or_else(|| cli::pipeline::users_file(&lake));
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(cli::pipeline::serve(&lake, addr, users))?;
+            rt.block_on(cli::pipeline::serve(&lake, addr, users, pg))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(AdminCmd::AddUser {
@@ -510,9 +524,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lake,
             file,
             format,
+            timeout,
+            memory_mb,
             query,
         } => {
-            cli::sql::run(&lake, query, file, format)?;
+            let limits = vigie::sql::QueryLimits {
+                memory_bytes: memory_mb.max(1) << 20,
+                timeout: std::time::Duration::from_secs(timeout.max(1)),
+                max_rows: None,
+            };
+            cli::sql::run(&lake, query, file, format, limits)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay {

@@ -44,13 +44,18 @@ pub fn run_simulate(out: &Path, opts: &SimOptions, progress: bool) -> Result<()>
     Ok(())
 }
 
-/// The dashboard over a lake, until Ctrl-C or SIGTERM.
-pub async fn serve(lake_dir: &Path, addr: SocketAddr, users: PathBuf) -> Result<()> {
+/// The dashboard over a lake (and the PostgreSQL endpoint when `pg` is given), until Ctrl-C or SIGTERM.
+pub async fn serve(
+    lake_dir: &Path,
+    addr: SocketAddr,
+    users: PathBuf,
+    pg: Option<SocketAddr>,
+) -> Result<()> {
     let lake =
         Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let config = vigie::serve::Config {
         addr,
-        users_file: users,
+        users_file: users.clone(),
         ..vigie::serve::Config::default()
     };
     let data = Arc::new(vigie::serve::lake_data::LakeData::new(lake));
@@ -58,11 +63,39 @@ pub async fn serve(lake_dir: &Path, addr: SocketAddr, users: PathBuf) -> Result<
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let pg_task = match pg {
+        Some(pg_addr) => {
+            let pg_listener = tokio::net::TcpListener::bind(pg_addr)
+                .await
+                .with_context(|| format!("binding {pg_addr}"))?;
+            let cfg = vigie::sql::pg::PgConfig::new(lake_dir.to_path_buf(), users);
+            println!(
+                "serve: PostgreSQL endpoint on {pg_addr} (analyst and admin accounts, password)"
+            );
+            Some(tokio::spawn(vigie::sql::pg::serve(
+                pg_listener,
+                cfg,
+                stopped(stop_rx.clone()),
+            )))
+        }
+        None => None,
+    };
     println!(
         "serve: dashboard on http://{addr}/ (lake {})",
         lake_dir.display()
     );
-    vigie::serve::serve_on(listener, vigie::serve::router(state), shutdown_signal()).await?;
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    vigie::serve::serve_on(listener, vigie::serve::router(state), stopped(stop_rx)).await?;
+    if let Some(t) = pg_task {
+        t.await.context("PostgreSQL endpoint")??;
+    }
     println!("serve: stopped");
     Ok(())
 }
@@ -180,7 +213,7 @@ pub fn demo(
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        rt.block_on(serve(lake_dir, addr, users_file(lake_dir)))?;
+        rt.block_on(serve(lake_dir, addr, users_file(lake_dir), None))?;
     }
     Ok(())
 }

@@ -24,13 +24,14 @@ pub fn run(
     query: Option<String>,
     file: Option<PathBuf>,
     format: Format,
+    limits: QueryLimits,
 ) -> Result<()> {
     let text = match (query, file) {
         (Some(q), None) => q,
         (None, Some(f)) => {
             std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?
         }
-        (None, None) => return shell(lake_dir, format),
+        (None, None) => return shell(lake_dir, format, limits),
         (Some(_), Some(_)) => bail!("give a query or -f FILE, not both"),
     };
     let lake =
@@ -38,11 +39,14 @@ pub fn run(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let guard = Guard::open(&lake, QueryLimits::default()).await?;
+    let result = rt.block_on(async {
+        let guard = Guard::open(&lake, limits).await?;
         let batches = guard.query(&text, "cli").await?;
         print_batches(&batches, format)
-    })
+    });
+    // A query stopped at its time limit may leave an operator mid-computation: do not wait for it.
+    rt.shutdown_background();
+    result
 }
 
 /// Writes batches to stdout in a format.
@@ -86,14 +90,14 @@ pub fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
 }
 
 /// The interactive shell: one statement per `;`, history in ~/.vigie_sql_history, `\\d` lists tables, `\\d NAME` describes one.
-fn shell(lake_dir: &Path, format: Format) -> Result<()> {
+fn shell(lake_dir: &Path, format: Format, limits: QueryLimits) -> Result<()> {
     use rustyline::error::ReadlineError;
     let lake =
         Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let guard = rt.block_on(Guard::open(&lake, QueryLimits::default()))?;
+    let guard = rt.block_on(Guard::open(&lake, limits))?;
     println!(
         "vigie sql on {} (snapshot {}): end statements with ';', \\d lists tables, \\d NAME describes one, \\q quits",
         lake_dir.display(),

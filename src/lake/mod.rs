@@ -196,6 +196,8 @@ impl Lake {
             let p = root.join(d);
             fs::create_dir_all(&p).at(&p)?;
         }
+        // Absolute, so that file URLs (DataFusion's object store) work from any working directory.
+        let root = fs::canonicalize(&root).at(&root)?;
         Ok(Lake {
             root,
             cache: Mutex::new(None),

@@ -242,7 +242,13 @@ pub async fn session(
         .with_target_partitions(limits.partitions)
         .with_information_schema(true)
         .with_default_catalog_and_schema("vigie", "lake");
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let state = datafusion::execution::SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(YieldOften))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
     let url = url::Url::parse(STORE_URL)
         .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     ctx.register_object_store(&url, Arc::new(SnapshotStore::new(snapshot)));
@@ -250,6 +256,57 @@ pub async fn session(
         register(&ctx, snapshot, def).await?;
     }
     Ok(ctx)
+}
+
+/// Makes every operator's input yield to the scheduler now and then (tokio's budget).
+///
+/// DataFusion only makes its data sources cooperative; an operator that loops over an
+/// always-ready input (a nested-loop join whose filter never matches) would otherwise never
+/// yield, so a query stopped at its time limit would keep its thread busy to the end. Wrapping
+/// every input lets a dropped query's tasks stop at their next batch.
+#[derive(Debug)]
+struct YieldOften;
+
+impl datafusion::physical_optimizer::PhysicalOptimizerRule for YieldOften {
+    fn optimize(
+        &self,
+        plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+        _config: &datafusion::config::ConfigOptions,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        use datafusion::common::tree_node::{Transformed, TreeNode};
+        use datafusion::physical_plan::coop::CooperativeExec;
+        use datafusion::physical_plan::execution_plan::{
+            ChildrenPropertiesMode, ReplaceChildrenOptions,
+        };
+        plan.transform_up(|node| {
+            if node.children().is_empty() || node.is::<CooperativeExec>() {
+                return Ok(Transformed::no(node));
+            }
+            let children: Vec<Arc<dyn datafusion::physical_plan::ExecutionPlan>> = node
+                .children()
+                .into_iter()
+                .map(|c| {
+                    if c.is::<CooperativeExec>() {
+                        Arc::clone(c)
+                    } else {
+                        Arc::new(CooperativeExec::new(Arc::clone(c))) as _
+                    }
+                })
+                .collect();
+            // The wrapper keeps its input's partitioning and ordering.
+            let keep = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep);
+            Ok(Transformed::yes(node.replace_children(children, keep)?))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "YieldOften"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
 }
 
 /// Registers one table of the snapshot (an empty table when it has no file yet).

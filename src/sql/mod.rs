@@ -7,6 +7,7 @@
 //! limit where results are shown to people, and a log line per query.
 
 pub mod docs;
+pub mod pg;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

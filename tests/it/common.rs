@@ -229,3 +229,16 @@ pub fn sql_first(lake: &Path, query: &str) -> String {
         .and_then(|r| r.into_iter().next())
         .unwrap_or_else(|| panic!("no row for {query}"))
 }
+
+/// Writes, escapes and row bombs: refused on every path.
+pub const REFUSED_SQL: [&str; 9] = [
+    "CREATE TABLE t AS SELECT 1",
+    "INSERT INTO flags SELECT * FROM flags",
+    "COPY (SELECT 1) TO '/tmp/vigie-sql-escape.csv'",
+    "DROP TABLE events",
+    "SET datafusion.execution.batch_size = 1",
+    "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT count(*) FROM generate_series(1, 1000000000000)",
+    "SELECT 1; DROP TABLE events",
+];

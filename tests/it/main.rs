@@ -10,3 +10,4 @@ mod ingest;
 mod replay;
 mod report;
 mod sim;
+mod sql;

@@ -1,0 +1,758 @@
+//! The PostgreSQL wire protocol endpoint (`vigie serve --pg ADDR`): the lake over DataFusion through `datafusion-postgres`, read-only, password-authenticated and bounded.
+//!
+//! Each connection gets its own SQL session ([`Guard`]) on the lake's latest
+//! committed snapshot, so a connection reads one consistent snapshot and a
+//! new connection sees new commits. On top of `datafusion-postgres`:
+//!
+//! * authentication: cleartext password (use TLS or a local socket in front
+//!   when the port leaves the host) checked against the staff file's argon2
+//!   hashes; only analyst and admin accounts may connect; failures are rate
+//!   limited per user and per address;
+//! * [`ReadOnlyHook`], first of the query hooks: every statement, simple or
+//!   extended protocol, must be a query (SELECT, EXPLAIN, SHOW, cursors,
+//!   transaction control) and its DataFusion plan must pass the same
+//!   `SQLOptions` as the CLI (no DDL, DML or statements); `SET` is accepted
+//!   only for the harmless session parameters clients send on connect
+//!   (`application_name`, `extra_float_digits`, `DateStyle`, ...), never for
+//!   `datafusion.*` options;
+//! * [`Bounded`]: the per-query time limit applies to planning and to the
+//!   streaming of results (the stream ends with SQLSTATE 57014), and every
+//!   query is logged with who, what, how long and how many rows;
+//! * the memory limit of the session's pool (operators spill beyond it), and
+//!   at most `max_connections` connections, which bounds the total.
+
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use datafusion::execution::context::SQLOptions;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Set, Statement};
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::hooks::cursor::CursorStatementHook;
+use datafusion_postgres::hooks::set_show::SetShowHook;
+use datafusion_postgres::hooks::transactions::TransactionStatementHook;
+use datafusion_postgres::pgwire::api::auth::{
+    DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
+    save_startup_parameters_to_metadata,
+};
+use datafusion_postgres::pgwire::api::portal::Format;
+use datafusion_postgres::pgwire::api::portal::Portal;
+use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use datafusion_postgres::pgwire::api::results::{FieldInfo, QueryResponse, Response};
+use datafusion_postgres::pgwire::api::stmt::QueryParser;
+use datafusion_postgres::pgwire::api::store::PortalStore;
+use datafusion_postgres::pgwire::api::{
+    ClientInfo, ClientPortalStore, METADATA_USER, PgWireConnectionState, PgWireServerHandlers,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
+};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::startup::Authentication;
+use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use datafusion_postgres::{DfSessionService, QueryHook};
+use futures::{Sink, SinkExt, StreamExt};
+
+use super::{Guard, QueryLimits};
+use crate::lake::Lake;
+use crate::serve::auth::LoginLimiter;
+use crate::serve::users::{Role, dummy_hash, load_users, verify_password};
+
+/// Settings of the endpoint.
+#[derive(Debug, Clone)]
+pub struct PgConfig {
+    /// The lake directory.
+    pub lake: PathBuf,
+    /// The staff file (`users.json`); analyst and admin accounts may connect.
+    pub users_file: PathBuf,
+    /// Limits of each query (`max_rows` is not used: clients fetch what they need).
+    pub limits: QueryLimits,
+    /// Connections served at once; more are refused.
+    pub max_connections: usize,
+    /// Failed logins per user and per address within 15 minutes.
+    pub login_max_failures: u32,
+}
+
+impl PgConfig {
+    /// Defaults for a lake and a staff file.
+    pub fn new(lake: PathBuf, users_file: PathBuf) -> PgConfig {
+        PgConfig {
+            lake,
+            users_file,
+            limits: QueryLimits::default(),
+            max_connections: 16,
+            login_max_failures: 5,
+        }
+    }
+}
+
+/// SQLSTATE of a refused statement (`read_only_sql_transaction`).
+const READ_ONLY: &str = "25006";
+
+fn user_error(code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_owned(),
+        code.to_owned(),
+        message,
+    )))
+}
+
+/// Session parameters clients set on connect; accepted (they change only how values are shown).
+const HARMLESS_SET: [&str; 9] = [
+    "application_name",
+    "extra_float_digits",
+    "datestyle",
+    "intervalstyle",
+    "bytea_output",
+    "search_path",
+    "client_encoding",
+    "client_min_messages",
+    "statement_timeout",
+];
+
+/// Why a statement may not run over the wire, or `None` when it may.
+pub fn refusal(statement: &Statement) -> Option<String> {
+    let verb = || {
+        statement
+            .to_string()
+            .split_whitespace()
+            .next()
+            .unwrap_or("statement")
+            .to_uppercase()
+    };
+    match statement {
+        Statement::Query(_)
+        | Statement::ShowVariable { .. }
+        | Statement::ShowVariables { .. }
+        | Statement::ShowStatus { .. }
+        | Statement::ShowTables { .. }
+        | Statement::ShowColumns { .. }
+        | Statement::ShowCatalogs { .. }
+        | Statement::ShowSchemas { .. }
+        | Statement::ShowDatabases { .. }
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Fetch { .. }
+        | Statement::Close { .. }
+        | Statement::Discard { .. }
+        | Statement::Deallocate { .. } => None,
+        Statement::Explain { statement, .. } => refusal(statement),
+        Statement::Declare { stmts } => stmts
+            .iter()
+            .find(|d| d.for_query.is_none())
+            .map(|_| "DECLARE is allowed only for a cursor over a query".to_owned()),
+        Statement::Set(Set::SingleAssignment {
+            scope: None,
+            hivevar: false,
+            variable,
+            ..
+        }) => {
+            let name = variable.to_string().to_lowercase();
+            (!HARMLESS_SET.contains(&name.as_str())).then(|| {
+                format!("SET {name} is not allowed: the lake is read-only and its limits are fixed")
+            })
+        }
+        Statement::Set(Set::SetTimeZone { local: false, .. }) => None,
+        Statement::Set(_) => {
+            Some("this SET is not allowed: the lake is read-only and its limits are fixed".into())
+        }
+        _ => Some(format!("{} is not allowed: the lake is read-only", verb())),
+    }
+}
+
+/// Checks a query text before the wire's own parser sees it, with DataFusion's
+/// parser: catches what only DataFusion parses (`CREATE EXTERNAL TABLE`,
+/// `COPY ... TO`) with the same messages as the CLI. Text DataFusion cannot
+/// parse is left to the wire's parser, and every parsed statement still
+/// meets [`ReadOnlyHook`].
+pub fn precheck(sql: &str) -> PgWireResult<()> {
+    use datafusion::sql::parser::DFParser;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    let Ok(statements) = DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}) else {
+        return Ok(());
+    };
+    for s in &statements {
+        let why = match s {
+            DFStatement::Statement(st) => refusal(st),
+            DFStatement::CreateExternalTable(_) => {
+                Some("CREATE EXTERNAL TABLE is not allowed: the lake is read-only".to_owned())
+            }
+            DFStatement::CopyTo(_) => Some("COPY is not allowed: the lake is read-only".to_owned()),
+            DFStatement::Explain(_) => None,
+            _ => Some("only queries are allowed".to_owned()),
+        };
+        if let Some(why) = why {
+            return Err(user_error(READ_ONLY, why));
+        }
+    }
+    Ok(())
+}
+
+/// The extended protocol's parser, with [`precheck`] first.
+pub struct CheckedParser {
+    inner: Arc<<DfSessionService as ExtendedQueryHandler>::QueryParser>,
+}
+
+#[async_trait]
+impl QueryParser for CheckedParser {
+    type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
+
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        precheck(sql)?;
+        self.inner.parse_sql(client, sql, types).await
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        self.inner.get_parameter_types(stmt)
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        self.inner.get_result_schema(stmt, column_format)
+    }
+}
+
+/// The first query hook: refuses anything but reads, on both protocols.
+#[derive(Debug)]
+pub struct ReadOnlyHook;
+
+impl ReadOnlyHook {
+    /// The statement's own check, then the plan's (a query that plans to DDL
+    /// or DML, such as `SELECT ... INTO`, is refused like the CLI refuses it).
+    async fn check(statement: &Statement, ctx: &SessionContext) -> PgWireResult<()> {
+        if let Some(why) = refusal(statement) {
+            return Err(user_error(READ_ONLY, why));
+        }
+        let query = match statement {
+            Statement::Query(_) | Statement::Explain { .. } => Some(statement.clone()),
+            Statement::Declare { stmts } => stmts
+                .iter()
+                .find_map(|d| d.for_query.clone())
+                .map(Statement::Query),
+            _ => None,
+        };
+        if let Some(q) = query
+            && let Ok(plan) = ctx
+                .state()
+                .statement_to_plan(DFStatement::Statement(Box::new(q)))
+                .await
+        {
+            SQLOptions::new()
+                .with_allow_ddl(false)
+                .with_allow_dml(false)
+                .with_allow_statements(false)
+                .verify_plan(&plan)
+                .map_err(|e| user_error(READ_ONLY, format!("refused: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl QueryHook for ReadOnlyHook {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        ReadOnlyHook::check(statement, session_context)
+            .await
+            .err()
+            .map(Err)
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        session_context: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        ReadOnlyHook::check(statement, session_context)
+            .await
+            .err()
+            .map(Err)
+    }
+
+    async fn handle_extended_query(
+        &self,
+        _statement: &Statement,
+        _logical_plan: &LogicalPlan,
+        _params: &ParamValues,
+        _session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        None
+    }
+}
+
+fn timeout_error(limit: Duration) -> PgWireError {
+    user_error(
+        "57014",
+        format!("canceling statement: it ran longer than Vigie's limit of {limit:?}"),
+    )
+}
+
+/// What is logged about one query when it ends.
+struct QueryLog {
+    who: String,
+    query: String,
+    started: Instant,
+}
+
+impl QueryLog {
+    fn done(&self, rows: u64, outcome: &str) {
+        tracing::info!(
+            target: "vigie::sql",
+            who = %self.who,
+            query = %self.query,
+            ms = self.started.elapsed().as_millis() as u64,
+            rows,
+            outcome,
+            via = "pg",
+            "analyst query"
+        );
+    }
+}
+
+/// Wraps a result stream: stops it with an error at the deadline, counts its rows and logs the query when it ends.
+fn bounded_response(
+    r: Response,
+    deadline: tokio::time::Instant,
+    limit: Duration,
+    log: QueryLog,
+) -> Response {
+    let Response::Query(q) = r else {
+        log.done(0, "ok");
+        return r;
+    };
+    let tag = q.command_tag().to_owned();
+    let schema = q.row_schema();
+    let QueryResponse { data_rows, .. } = q;
+    let rows = futures::stream::unfold(
+        (data_rows, 0u64, Some(log)),
+        move |(mut stream, n, log)| async move {
+            let log = log?;
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(Some(Ok(row))) => Some((Ok(row), (stream, n + 1, Some(log)))),
+                Ok(Some(Err(e))) => {
+                    log.done(n, "error");
+                    Some((Err(e), (stream, n, None)))
+                }
+                Ok(None) => {
+                    log.done(n, "ok");
+                    None
+                }
+                Err(_) => {
+                    log.done(n, "timeout");
+                    Some((Err(timeout_error(limit)), (stream, n, None)))
+                }
+            }
+        },
+    );
+    let mut out = QueryResponse::new(schema, rows);
+    out.set_command_tag(&tag);
+    Response::Query(out)
+}
+
+/// `datafusion-postgres`'s session service with Vigie's time limit and query log.
+pub struct Bounded {
+    inner: Arc<DfSessionService>,
+    parser: Arc<CheckedParser>,
+    limit: Duration,
+}
+
+impl Bounded {
+    fn log<C: ClientInfo>(client: &C, query: &str) -> QueryLog {
+        QueryLog {
+            who: client
+                .metadata()
+                .get(METADATA_USER)
+                .cloned()
+                .unwrap_or_default(),
+            query: query.to_owned(),
+            started: Instant::now(),
+        }
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Bounded {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let log = Bounded::log(client, query);
+        if let Err(e) = precheck(query) {
+            log.done(0, "refused");
+            return Err(e);
+        }
+        let deadline = tokio::time::Instant::now() + self.limit;
+        let started = log.started;
+        let planned = tokio::time::timeout_at(
+            deadline,
+            SimpleQueryHandler::do_query(self.inner.as_ref(), client, query),
+        )
+        .await;
+        let responses = match planned {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                log.done(0, "refused or failed");
+                return Err(e);
+            }
+            Err(_) => {
+                log.done(0, "timeout");
+                return Err(timeout_error(self.limit));
+            }
+        };
+        Ok(responses
+            .into_iter()
+            .map(|r| {
+                let l = QueryLog {
+                    who: log.who.clone(),
+                    query: log.query.clone(),
+                    started,
+                };
+                bounded_response(r, deadline, self.limit, l)
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Bounded {
+    type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
+    type QueryParser = CheckedParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let log = Bounded::log(client, &portal.statement.statement.0);
+        let deadline = tokio::time::Instant::now() + self.limit;
+        match tokio::time::timeout_at(
+            deadline,
+            ExtendedQueryHandler::do_query(self.inner.as_ref(), client, portal, max_rows),
+        )
+        .await
+        {
+            Ok(Ok(r)) => Ok(bounded_response(r, deadline, self.limit, log)),
+            Ok(Err(e)) => {
+                log.done(0, "refused or failed");
+                Err(e)
+            }
+            Err(_) => {
+                log.done(0, "timeout");
+                Err(timeout_error(self.limit))
+            }
+        }
+    }
+}
+
+/// Password authentication against the staff file (analyst and admin only).
+pub struct PasswordStartup {
+    users_file: PathBuf,
+    limiter: Arc<LoginLimiter>,
+    peer: SocketAddr,
+    parameters: DefaultServerParameterProvider,
+    keys: RandomPidSecretKeyGenerator,
+}
+
+impl PasswordStartup {
+    /// Whether `user` may connect with `password` (argon2, constant work for unknown users).
+    fn check(users_file: &std::path::Path, user: &str, password: &str) -> bool {
+        let users = load_users(users_file).unwrap_or_default();
+        match users.iter().find(|u| u.username == user) {
+            Some(u) => {
+                verify_password(&u.hash, password) && matches!(u.role, Role::Analyst | Role::Admin)
+            }
+            None => {
+                let _ = verify_password(dummy_hash(), password);
+                false
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl StartupHandler for PasswordStartup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                client
+                    .send(PgWireBackendMessage::Authentication(
+                        Authentication::CleartextPassword,
+                    ))
+                    .await?;
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
+                let password = pwd.into_password()?.password;
+                let user = client
+                    .metadata()
+                    .get(METADATA_USER)
+                    .cloned()
+                    .unwrap_or_default();
+                let keys = [
+                    format!("pg-user:{user}"),
+                    format!("pg-ip:{}", self.peer.ip()),
+                ];
+                if self.limiter.blocked(&keys).is_some() {
+                    return Err(user_error(
+                        "28P01",
+                        "too many failed logins: try again later".into(),
+                    ));
+                }
+                let file = self.users_file.clone();
+                let who = user.clone();
+                let ok = tokio::task::spawn_blocking(move || {
+                    PasswordStartup::check(&file, &who, &password)
+                })
+                .await
+                .unwrap_or(false);
+                if !ok {
+                    self.limiter.fail(&keys);
+                    tracing::warn!(target: "vigie::sql", user, peer = %self.peer, "pg login refused");
+                    return Err(PgWireError::InvalidPassword(user));
+                }
+                self.limiter.reset(&keys[0]);
+                let (pid, secret) = self.keys.generate(client);
+                client.set_pid_and_secret_key(pid, secret);
+                finish_authentication(client, &self.parameters).await?;
+                tracing::info!(target: "vigie::sql", user, peer = %self.peer, "pg login");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The handlers of one connection.
+pub struct Connection {
+    service: Arc<Bounded>,
+    startup: Arc<PasswordStartup>,
+}
+
+impl PgWireServerHandlers for Connection {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.service.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.service.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+}
+
+/// Why the endpoint could not serve a connection.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error(transparent)]
+    Sql(#[from] super::SqlError),
+    #[error("pg_catalog: {0}")]
+    Catalog(String),
+}
+
+/// The SQL session and handlers of a new connection, on the latest snapshot.
+pub async fn connection(
+    cfg: &PgConfig,
+    limiter: Arc<LoginLimiter>,
+    peer: SocketAddr,
+) -> Result<Connection, PgError> {
+    let lake = Lake::open(&cfg.lake).map_err(super::SqlError::from)?;
+    let guard = Guard::open(&lake, cfg.limits).await?;
+    let ctx = Arc::new(guard.context().clone());
+    datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog(
+        &ctx,
+        "vigie",
+        datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider,
+    )
+    .map_err(|e| PgError::Catalog(e.to_string()))?;
+    let hooks: Vec<Arc<dyn QueryHook>> = vec![
+        Arc::new(ReadOnlyHook),
+        Arc::new(CursorStatementHook),
+        Arc::new(SetShowHook),
+        Arc::new(TransactionStatementHook),
+    ];
+    let mut parameters = DefaultServerParameterProvider::default();
+    parameters.is_superuser = false;
+    parameters.default_transaction_read_only = true;
+    parameters.search_path = "lake".to_owned();
+    Ok(Connection {
+        service: {
+            let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
+            Arc::new(Bounded {
+                parser: Arc::new(CheckedParser {
+                    inner: inner.query_parser(),
+                }),
+                inner,
+                limit: cfg.limits.timeout,
+            })
+        },
+        startup: Arc::new(PasswordStartup {
+            users_file: cfg.users_file.clone(),
+            limiter,
+            peer,
+            parameters,
+            keys: RandomPidSecretKeyGenerator::default(),
+        }),
+    })
+}
+
+/// Serves connections on a bound listener until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    cfg: PgConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let cfg = Arc::new(cfg);
+    let limiter = Arc::new(LoginLimiter::new(
+        cfg.login_max_failures,
+        Duration::from_secs(15 * 60),
+    ));
+    let slots = Arc::new(tokio::sync::Semaphore::new(cfg.max_connections.max(1)));
+    tokio::pin!(shutdown);
+    loop {
+        let (socket, peer) = tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "pg accept failed");
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "pg connection refused: too many connections");
+            drop(socket);
+            continue;
+        };
+        let cfg = Arc::clone(&cfg);
+        let limiter = Arc::clone(&limiter);
+        tokio::spawn(async move {
+            let _permit = permit;
+            match connection(&cfg, limiter, peer).await {
+                Ok(handlers) => {
+                    if let Err(e) = datafusion_postgres::pgwire::tokio::process_socket(
+                        socket,
+                        None,
+                        Arc::new(handlers),
+                    )
+                    .await
+                    {
+                        tracing::debug!(%peer, error = %e, "pg connection ended");
+                    }
+                }
+                Err(e) => tracing::warn!(%peer, error = %e, "pg session could not start"),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn refused(sql: &str) -> Option<String> {
+        let st = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
+        refusal(&st[0])
+    }
+
+    #[test]
+    fn only_reads_and_harmless_settings_pass() {
+        for ok in [
+            "SELECT 1",
+            "EXPLAIN SELECT 1",
+            "SHOW search_path",
+            "BEGIN",
+            "COMMIT",
+            "ROLLBACK",
+            "SET application_name = 'psql'",
+            "SET extra_float_digits = 3",
+            "SET TIME ZONE 'UTC'",
+            "DECLARE c CURSOR FOR SELECT 1",
+            "FETCH 10 FROM c",
+            "CLOSE c",
+        ] {
+            assert_eq!(refused(ok), None, "{ok}");
+        }
+        for bad in [
+            "CREATE TABLE t (a INT)",
+            "INSERT INTO t VALUES (1)",
+            "UPDATE t SET a = 1",
+            "DELETE FROM t",
+            "DROP TABLE events",
+            "COPY events TO '/tmp/x'",
+            "SET datafusion.execution.batch_size = 1",
+            "SET SESSION AUTHORIZATION postgres",
+            "EXPLAIN ANALYZE INSERT INTO t VALUES (1)",
+            "ALTER TABLE events ADD COLUMN x INT",
+            "CREATE VIEW v AS SELECT 1",
+            "TRUNCATE events",
+        ] {
+            let why = refused(bad).unwrap_or_else(|| panic!("{bad} passed"));
+            assert!(why.contains("not allowed"), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn the_precheck_catches_datafusion_statements() {
+        assert!(precheck("SELECT 1; SELECT 2").is_ok());
+        for bad in [
+            "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+            "COPY (SELECT 1) TO '/tmp/x.csv'",
+            "SELECT 1; DROP TABLE events",
+        ] {
+            assert!(precheck(bad).is_err(), "{bad}");
+        }
+    }
+}
