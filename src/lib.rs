@@ -24,3 +24,4 @@ pub mod review;
 pub mod serve;
 pub mod sim;
 pub mod sql;
+pub mod stream;

@@ -95,6 +95,36 @@ enum Command {
         /// Also serve SQL over the PostgreSQL wire protocol on this address (analyst and admin accounts).
         #[arg(long)]
         pg: Option<std::net::SocketAddr>,
+        /// Enable `POST /ingest` (NDJSON pushed by game servers) with the bearer token in this file.
+        #[arg(long)]
+        ingest_token_file: Option<PathBuf>,
+        /// Detection rules directory (for the replay and detection that follow a push).
+        #[arg(long, default_value = "queries/detect")]
+        rules: PathBuf,
+    },
+    /// Follows a log directory live: commits micro-batches exactly once, replays and detects continuously.
+    Stream {
+        /// The directory the game servers write.
+        #[arg(long)]
+        follow: PathBuf,
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Seconds between two looks at the directory (and so between commits).
+        #[arg(long, default_value_t = 1.0)]
+        commit_interval: f64,
+        /// Least seconds between two detection runs.
+        #[arg(long, default_value_t = 2.0)]
+        detect_interval: f64,
+        /// Detection rules directory.
+        #[arg(long, default_value = "queries/detect")]
+        rules: PathBuf,
+        /// Catch up with the directory, then exit.
+        #[arg(long)]
+        once: bool,
+        /// Print the run report as JSON on stdout.
+        #[arg(long)]
+        report_json: bool,
     },
     /// Administration: staff accounts.
     #[command(subcommand)]
@@ -354,12 +384,55 @@ fn run(cli: Cli) -> Result<ExitCode> {
             addr,
             users,
             pg,
+            ingest_token_file,
+            rules,
         } => {
             let users = users.unwrap_or_else(|| cli::pipeline::users_file(&lake));
+            let push = match ingest_token_file {
+                Some(f) => {
+                    let token = std::fs::read_to_string(&f)
+                        .with_context(|| format!("reading the ingest token {}", f.display()))?;
+                    if token.trim().len() < 16 {
+                        anyhow::bail!(
+                            "the ingest token in {} is shorter than 16 characters",
+                            f.display()
+                        );
+                    }
+                    Some(vigie::stream::push::PushConfig::new(
+                        lake.clone(),
+                        &token,
+                        rules,
+                    ))
+                }
+                None => None,
+            };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(cli::pipeline::serve(&lake, addr, users, pg))?;
+            rt.block_on(cli::pipeline::serve(&lake, addr, users, pg, push))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stream {
+            follow,
+            lake,
+            commit_interval,
+            detect_interval,
+            rules,
+            once,
+            report_json,
+        } => {
+            let lake_dir = lake;
+            let lake = Lake::open(&lake_dir)
+                .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+            let mut opts = vigie::stream::StreamOptions::new(follow, rules);
+            opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
+            opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
+            opts.once = once;
+            let report = cli::pipeline::stream(&lake, &opts)?;
+            if report_json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+            eprintln!("{}", report.summary_line());
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(AdminCmd::AddUser {

@@ -50,6 +50,7 @@ pub async fn serve(
     addr: SocketAddr,
     users: PathBuf,
     pg: Option<SocketAddr>,
+    push: Option<vigie::stream::push::PushConfig>,
 ) -> Result<()> {
     let lake =
         Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
@@ -92,12 +93,36 @@ pub async fn serve(
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    vigie::serve::serve_on(listener, vigie::serve::router(state), stopped(stop_rx)).await?;
+    let mut app = vigie::serve::router(state);
+    if let Some(push) = push {
+        println!("serve: POST /ingest enabled (bearer token)");
+        app = app.merge(vigie::stream::push::router(push));
+    }
+    vigie::serve::serve_on(listener, app, stopped(stop_rx)).await?;
     if let Some(t) = pg_task {
         t.await.context("PostgreSQL endpoint")??;
     }
     println!("serve: stopped");
     Ok(())
+}
+
+/// Runs `vigie stream` until SIGTERM or Ctrl-C (the batch under way is finished and committed).
+pub fn stream(
+    lake: &Lake,
+    opts: &vigie::stream::StreamOptions,
+) -> Result<vigie::stream::StreamReport> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let flag = Arc::clone(&stop);
+    let _signals = std::thread::spawn(move || {
+        rt.block_on(shutdown_signal());
+        tracing::info!("stop requested: finishing the batch under way");
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    tracing::info!(follow = %opts.follow.display(), "streaming");
+    vigie::stream::run(lake, opts, &stop).context("streaming")
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -213,7 +238,7 @@ pub fn demo(
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        rt.block_on(serve(lake_dir, addr, users_file(lake_dir), None))?;
+        rt.block_on(serve(lake_dir, addr, users_file(lake_dir), None, None))?;
     }
     Ok(())
 }

@@ -30,6 +30,17 @@ pub struct FileEntry {
     /// Derived tables: the file holds rows of games that are still open (rewritten as they grow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub open: bool,
+    /// A compacted file: the latest `added` of the files it replaced. Its rows are not new to the
+    /// stages that had read those files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_added: Option<u64>,
+}
+
+impl FileEntry {
+    /// The version from which this file's rows are in the lake (older than `added` when compacted).
+    pub fn data_version(&self) -> u64 {
+        self.data_added.unwrap_or(self.added)
+    }
 }
 
 /// What a writer knows about a data file it wrote.
@@ -41,6 +52,8 @@ pub struct FileMeta {
     pub max_key: Option<String>,
     pub max_ts: Option<i64>,
     pub open: bool,
+    /// Set by compaction: see [`FileEntry::data_added`].
+    pub data_added: Option<u64>,
 }
 
 /// How far a source file has been ingested. The checkpoint of batch and streaming ingest.

@@ -674,6 +674,7 @@ impl<'w, 'a> Txn<'w, 'a> {
                         max_key: m.max_key.clone(),
                         max_ts: m.max_ts,
                         open: m.open,
+                        data_added: m.data_added,
                     })
                     .collect(),
                 remove: self.remove.clone(),

@@ -146,7 +146,11 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
         .unwrap_or(0);
     let events: Vec<&FileEntry> = state.table_files("events").collect();
     let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
-    let new_files: Vec<&FileEntry> = events.iter().copied().filter(|f| f.added > since).collect();
+    let new_files: Vec<&FileEntry> = events
+        .iter()
+        .copied()
+        .filter(|f| f.data_version() > since)
+        .collect();
     let old_games = read_game_index(&root, &state)?;
     // Open games that fell silent past the horizon must be closed (never_ended).
     let stale: BTreeSet<String> = old_games
@@ -210,7 +214,7 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
             } else {
                 crate::lake::pending_path(&p)
             };
-            (p, f.added > since)
+            (p, f.data_version() > since)
         })
         .collect();
     let total_rows: u64 = events.iter().map(|f| f.rows).sum();
@@ -380,6 +384,18 @@ impl Cursor {
                 }
                 _ => true,
             };
+            // The bloom filter on `game` skips row groups of other games (older files hold no
+            // event of the games a streaming run touches, though their key ranges overlap).
+            let keep = keep
+                && match (filter, game_idx) {
+                    (Some(wanted), Some(c)) => {
+                        match builder.get_row_group_column_bloom_filter(i, c) {
+                            Ok(Some(bloom)) => wanted.iter().any(|g| bloom.check(g.as_str())),
+                            _ => true,
+                        }
+                    }
+                    _ => true,
+                };
             if keep {
                 groups.push(i);
             }

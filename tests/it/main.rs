@@ -11,3 +11,4 @@ mod replay;
 mod report;
 mod sim;
 mod sql;
+mod stream;

@@ -1,0 +1,193 @@
+//! Compaction: merge a partition's small files into one, in a commit of its own, so that streaming does not leave thousands of files.
+//!
+//! A reader takes its file list from one snapshot: before the commit it reads
+//! the small files, after it the merged one, never both. The replaced files
+//! become tombstones and stay on disk for their grace period, so a reader of
+//! an older snapshot is not cut off. A merged `events` file records the
+//! latest version of the data it holds (`data_added`), so the replay does
+//! not take its rows for new ones; only `events` files the replay has already
+//! read are merged. Open files of derived tables (rewritten by every replay)
+//! are left alone.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::StreamError;
+use crate::lake::parquet::{batch_meta, read_file, sort_batch, write_file};
+use crate::lake::tables::{self, TableDef};
+use crate::lake::{FileEntry, Lake};
+
+/// A file is small below this size.
+pub const SMALL_BYTES: u64 = 16 << 20;
+/// A merged file stays below about this size.
+pub const MERGED_BYTES: u64 = 128 << 20;
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CompactReport {
+    pub version: Option<u64>,
+    pub files_removed: u64,
+    pub files_written: u64,
+    pub rows: u64,
+}
+
+fn err(e: impl std::fmt::Display) -> StreamError {
+    StreamError::Compact(e.to_string())
+}
+
+/// Merges, per table and partition, runs of at least `min_files` small files.
+pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamError> {
+    let min_files = min_files.max(2);
+    let state = lake.state()?;
+    let replayed = state
+        .stages
+        .get(crate::replay::run::STAGE)
+        .and_then(|v| v["version"].as_u64())
+        .unwrap_or(0);
+    let mut defs = vec![tables::events(), tables::quarantine()];
+    defs.extend(crate::replay::run::derived_table_defs());
+    // Groups of files to merge: (table, partition) -> files.
+    let mut groups: Vec<(TableDef, Vec<FileEntry>)> = Vec::new();
+    for def in defs {
+        let mut by_part: BTreeMap<Option<String>, Vec<FileEntry>> = BTreeMap::new();
+        for f in state.table_files(def.name) {
+            let eligible = f.bytes < SMALL_BYTES
+                && !f.open
+                && (def.name != "events" || f.data_version() <= replayed);
+            if eligible {
+                by_part
+                    .entry(f.partition.clone())
+                    .or_default()
+                    .push(f.clone());
+            }
+        }
+        for (_, mut files) in by_part {
+            if files.len() < min_files {
+                continue;
+            }
+            files.sort_by_key(|f| f.added);
+            let mut run = Vec::new();
+            let mut bytes = 0;
+            for f in files {
+                if bytes + f.bytes > MERGED_BYTES && run.len() >= 2 {
+                    groups.push((def.clone(), std::mem::take(&mut run)));
+                    bytes = 0;
+                }
+                bytes += f.bytes;
+                run.push(f);
+            }
+            if run.len() >= 2 {
+                groups.push((def.clone(), run));
+            }
+        }
+    }
+    let mut report = CompactReport::default();
+    if groups.is_empty() {
+        return Ok(report);
+    }
+    let mut writer = lake.writer()?;
+    let mut txn = writer.begin("compact")?;
+    let root = lake.root();
+    for (def, files) in groups {
+        let schema = def.schema();
+        let mut batches = Vec::new();
+        for f in &files {
+            let path = root.join(&f.path);
+            let path = if path.exists() {
+                path
+            } else {
+                crate::lake::pending_path(&path)
+            };
+            batches.extend(read_file(&path, None)?);
+        }
+        let merged = arrow::compute::concat_batches(&schema, &batches).map_err(err)?;
+        drop(batches);
+        let sorted = sort_batch(&merged, def.sort_by).map_err(err)?;
+        drop(merged);
+        let file = txn.new_file(def.name, files[0].partition.as_deref())?;
+        let mut meta = batch_meta(&def, &sorted);
+        meta.data_added = files.iter().map(FileEntry::data_version).max();
+        meta.bytes = write_file(&file.pending, &def, schema, &[sorted])?;
+        report.rows += meta.rows;
+        let expected: u64 = files.iter().map(|f| f.rows).sum();
+        if meta.rows != expected {
+            txn.abort();
+            return Err(err(format!(
+                "{}: merged {} rows from files holding {expected}",
+                def.name, meta.rows
+            )));
+        }
+        txn.add_file_meta(file, meta);
+        for f in &files {
+            txn.remove_file(&f.path);
+        }
+        report.files_removed += files.len() as u64;
+        report.files_written += 1;
+    }
+    crate::lake::failpoint("compact-before-commit");
+    let summary = serde_json::to_value(&report).unwrap_or_default();
+    report.version = Some(txn.commit(summary)?);
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_files_merge_into_one_with_the_same_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let sample = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/server-logs/sample.jsonl"
+        ))
+        .unwrap();
+        let lines: Vec<&str> = sample.lines().collect();
+        let lake = Lake::open(dir.path().join("lake")).unwrap();
+        let file = logs.join("s.jsonl");
+        // Six commits of a growing file: six small events files in each partition they touch.
+        let chunk = lines.len().div_ceil(6);
+        let mut written = String::new();
+        for part in lines.chunks(chunk) {
+            for l in part {
+                written.push_str(l);
+                written.push('\n');
+            }
+            std::fs::write(&file, &written).unwrap();
+            super::super::commit_batch(&lake, std::slice::from_ref(&file)).unwrap();
+        }
+        let before = lake.state().unwrap();
+        let events_before = before.table_rows("events");
+        let files_before = before.table_files("events").count();
+        assert!(files_before >= 6, "{files_before}");
+        // Not yet replayed: events files are not merged.
+        let r = compact(&lake, 3).unwrap();
+        assert_eq!(r.files_removed, 0);
+        crate::replay::run::run(
+            &lake,
+            &crate::replay::run::ReplayOptions {
+                threads: 1,
+                progress: false,
+            },
+        )
+        .unwrap();
+        let r = compact(&lake, 3).unwrap();
+        assert!(r.files_removed >= 6, "{r:?}");
+        let after = lake.state().unwrap();
+        assert_eq!(after.table_rows("events"), events_before);
+        assert!(after.table_files("events").count() < files_before);
+        // The merged rows are not new to the replay: it has nothing to do.
+        let again = crate::replay::run::run(
+            &lake,
+            &crate::replay::run::ReplayOptions {
+                threads: 1,
+                progress: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(again.games, 0, "{again:?}");
+    }
+}

@@ -1,0 +1,349 @@
+//! Streaming: follow a log directory live, commit micro-batches exactly once, then replay and detect what they touched.
+//!
+//! A micro-batch is a batch ingest ([`crate::ingest::ingest_files`]) of the
+//! files that changed since the last look (by size, mtime and inode), so it
+//! has the batch guarantees: files are known by fingerprint (a renamed or
+//! compressed copy is not read twice), a partial last line waits, every
+//! rejected line is quarantined, and the source checkpoints move in the same
+//! atomic commit as the data. A process killed at any moment loses nothing
+//! and duplicates nothing: the next run starts from the last commit.
+//!
+//! After a commit, the incremental replay replays the games with new events
+//! (open games up to their last event; they are revisited as they grow), and
+//! detection runs again (at most every `detect_interval`), so findings and
+//! flags follow the logs within seconds. Small files are compacted into one
+//! per partition in separate commits; readers see a snapshot, never a row
+//! twice or missing (the replaced files stay readable until their grace
+//! period ends). `POST /ingest` ([`push`]) feeds the same path from servers
+//! that push instead of writing files.
+
+pub mod compact;
+pub mod push;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::ingest::{self, IngestError, IngestOptions, IngestReport};
+use crate::lake::{Lake, LakeError};
+
+/// Errors of the streaming loop.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Replay(#[from] crate::replay::run::ReplayError),
+    #[error(transparent)]
+    Detect(#[from] crate::detect::DetectError),
+    #[error("compaction: {0}")]
+    Compact(String),
+    #[error("cannot follow {path}: {source}")]
+    Follow {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Options of `vigie stream`.
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    /// The directory the servers write.
+    pub follow: PathBuf,
+    /// Time between two looks at the directory (and so between commits).
+    pub commit_interval: Duration,
+    /// Detection rules directory.
+    pub rules_dir: PathBuf,
+    /// Least time between two detection runs (they recompute every account's features).
+    pub detect_interval: Duration,
+    /// Compact a partition once it has this many small files.
+    pub compact_min_files: usize,
+    /// Catch up, then exit.
+    pub once: bool,
+    /// Replay worker threads.
+    pub threads: usize,
+}
+
+impl StreamOptions {
+    pub fn new(follow: PathBuf, rules_dir: PathBuf) -> StreamOptions {
+        StreamOptions {
+            follow,
+            commit_interval: Duration::from_secs(1),
+            rules_dir,
+            detect_interval: Duration::from_secs(2),
+            compact_min_files: 32,
+            once: false,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        }
+    }
+}
+
+/// What a streaming run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StreamReport {
+    pub batches: u64,
+    pub commits: u64,
+    pub lines_valid: u64,
+    pub lines_quarantined: u64,
+    pub replays: u64,
+    pub detections: u64,
+    pub compactions: u64,
+    pub files_compacted: u64,
+    /// Batches abandoned because a file changed while being read (retried at the next look).
+    pub retries: u64,
+    pub last_version: Option<u64>,
+    pub elapsed_ms: u64,
+}
+
+impl StreamReport {
+    pub fn summary_line(&self) -> String {
+        format!(
+            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs, {} compactions ({} files); {} retried; last lake version {}; {:.1} s",
+            self.batches,
+            self.commits,
+            self.lines_valid + self.lines_quarantined,
+            self.lines_valid,
+            self.lines_quarantined,
+            self.replays,
+            self.detections,
+            self.compactions,
+            self.files_compacted,
+            self.retries,
+            self.last_version
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
+            self.elapsed_ms as f64 / 1000.0
+        )
+    }
+}
+
+/// What a file looked like when it was last read to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    len: u64,
+    mtime: Option<SystemTime>,
+    ino: u64,
+}
+
+fn seen(path: &Path) -> Option<Seen> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some(Seen {
+        len: m.len(),
+        mtime: m.modified().ok(),
+        ino,
+    })
+}
+
+/// The follower: which files changed since they were last read.
+#[derive(Debug, Default)]
+pub struct Follower {
+    seen: HashMap<PathBuf, Seen>,
+}
+
+impl Follower {
+    /// Log files of `dir` that are new or changed since the last [`Follower::mark`].
+    pub fn changed(&self, dir: &Path) -> Result<Vec<(PathBuf, Option<Seen>)>, StreamError> {
+        let files = ingest::source::discover(&[dir.to_path_buf()]).map_err(|source| {
+            StreamError::Follow {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })?;
+        Ok(files
+            .into_iter()
+            .filter_map(|p| {
+                let now = seen(&p);
+                (now.is_none() || self.seen.get(&p) != now.as_ref()).then_some((p, now))
+            })
+            .collect())
+    }
+
+    /// Remembers files as read to their end (as they were before the read).
+    fn mark(&mut self, files: Vec<(PathBuf, Option<Seen>)>) {
+        for (p, s) in files {
+            if let Some(s) = s {
+                self.seen.insert(p, s);
+            }
+        }
+        self.seen.retain(|p, _| p.exists());
+    }
+}
+
+/// One micro-batch: ingests `files` and commits. Returns the ingest report (version set when committed).
+pub fn commit_batch(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, StreamError> {
+    let mut writer = lake.writer()?;
+    let mut txn = writer.begin("stream")?;
+    let state = lake.state()?;
+    let opts = IngestOptions {
+        progress: false,
+        ..IngestOptions::default()
+    };
+    let mut report = ingest::ingest_files(&mut txn, &state, files, &opts)?;
+    if txn.is_empty() {
+        txn.abort();
+        return Ok(report);
+    }
+    crate::lake::failpoint("stream-before-commit");
+    let summary = serde_json::to_value(&report).unwrap_or_default();
+    report.version = Some(txn.commit(summary)?);
+    Ok(report)
+}
+
+/// The derived stages after a commit: replay always, detection when due.
+#[derive(Debug)]
+pub struct Derive {
+    rules_dir: PathBuf,
+    detect_interval: Duration,
+    threads: usize,
+    last_detect: Option<Instant>,
+    /// A replay committed since the last detection run.
+    detect_due: bool,
+}
+
+impl Derive {
+    pub fn new(rules_dir: PathBuf, detect_interval: Duration, threads: usize) -> Derive {
+        Derive {
+            rules_dir,
+            detect_interval,
+            threads,
+            last_detect: None,
+            detect_due: true,
+        }
+    }
+
+    /// Replays what is new; runs detection if due (or `force`). Returns (replayed, detected).
+    pub fn run(
+        &mut self,
+        lake: &Lake,
+        force: bool,
+        report: &mut StreamReport,
+    ) -> Result<(), StreamError> {
+        let r = crate::replay::run::run(
+            lake,
+            &crate::replay::run::ReplayOptions {
+                threads: self.threads,
+                progress: false,
+            },
+        )?;
+        if let Some(v) = r.version {
+            report.replays += 1;
+            report.last_version = Some(v);
+            self.detect_due = true;
+            tracing::debug!(
+                version = v,
+                games = r.games,
+                events = r.events,
+                ms = r.elapsed_ms,
+                "stream replay"
+            );
+        }
+        let due = self
+            .last_detect
+            .is_none_or(|t| t.elapsed() >= self.detect_interval);
+        if self.detect_due && (due || force) {
+            let d = crate::detect::run(lake, &self.rules_dir, &Default::default())?;
+            self.last_detect = Some(Instant::now());
+            self.detect_due = false;
+            if let Some(v) = d.version {
+                report.detections += 1;
+                report.last_version = Some(v);
+                tracing::debug!(
+                    version = v,
+                    flags = d.flags,
+                    ms = d.elapsed_ms,
+                    "stream detection"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Follows `opts.follow` until `stop` is set (or, with `once`, until caught up).
+pub fn run(
+    lake: &Lake,
+    opts: &StreamOptions,
+    stop: &AtomicBool,
+) -> Result<StreamReport, StreamError> {
+    let started = Instant::now();
+    if !opts.follow.is_dir() {
+        return Err(StreamError::Follow {
+            path: opts.follow.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        });
+    }
+    let mut report = StreamReport::default();
+    let mut follower = Follower::default();
+    let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
+    let mut commits_since_compaction = 0u64;
+    loop {
+        let tick = Instant::now();
+        let changed = follower.changed(&opts.follow)?;
+        let mut committed = false;
+        if !changed.is_empty() {
+            let paths: Vec<PathBuf> = changed.iter().map(|(p, _)| p.clone()).collect();
+            report.batches += 1;
+            match commit_batch(lake, &paths) {
+                Ok(r) => {
+                    report.lines_valid += r.lines_valid;
+                    report.lines_quarantined += r.lines_quarantined;
+                    if let Some(v) = r.version {
+                        report.commits += 1;
+                        report.last_version = Some(v);
+                        committed = true;
+                        commits_since_compaction += 1;
+                        tracing::debug!(version = v, lines = r.lines_read, "stream commit");
+                    }
+                    // Unreadable files are not marked: they are looked at again next time.
+                    if r.files_unreadable == 0 {
+                        follower.mark(changed);
+                    }
+                }
+                Err(StreamError::Ingest(IngestError::SourceChanged(p))) => {
+                    tracing::warn!(file = %p.display(), "file changed while read; batch retried");
+                    report.retries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let caught_up = !committed;
+        derive.run(lake, opts.once && caught_up, &mut report)?;
+        if commits_since_compaction >= opts.compact_min_files as u64 / 2 || (opts.once && caught_up)
+        {
+            let c = compact::compact(lake, opts.compact_min_files)?;
+            if c.files_removed > 0 {
+                report.compactions += 1;
+                report.files_compacted += c.files_removed;
+                report.last_version = c.version.or(report.last_version);
+            }
+            commits_since_compaction = 0;
+        }
+        if (opts.once && caught_up) || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // Sleep out the interval, waking for a stop request.
+        while tick.elapsed() < opts.commit_interval && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                opts.commit_interval
+                    .saturating_sub(tick.elapsed())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        if stop.load(Ordering::Relaxed) && !opts.once {
+            break;
+        }
+    }
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}

@@ -1,0 +1,368 @@
+//! `vigie stream`: exactly once under SIGKILL, rotation, compression and partial lines, compared with a batch run; `POST /ingest`.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::common::{event_rows, quarantine_rows, sql_text, vigie};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Lines of a log file, decompressed.
+fn lines_of(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut text = String::new();
+    if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .unwrap();
+    } else {
+        text = String::from_utf8(bytes).unwrap();
+    }
+    text.lines().map(str::to_string).collect()
+}
+
+/// The committed sample's lines, per server, in file order.
+fn sample_lines(server: &str) -> Vec<String> {
+    let dir = root().join("data/sample").join(server);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files.iter().flat_map(|f| lines_of(f)).collect()
+}
+
+/// A small deterministic generator for the kill moments.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn streamer(follow: &Path, lake: &Path, once: bool) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigie"));
+    cmd.args(["stream", "--follow"])
+        .arg(follow)
+        .arg("--lake")
+        .arg(lake)
+        .args(["--commit-interval", "0.05", "--detect-interval", "0.2"])
+        .arg("--rules")
+        .arg(root().join("queries/detect"))
+        .env("VIGIE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if once {
+        cmd.arg("--once");
+    }
+    cmd.spawn().expect("spawn vigie stream")
+}
+
+/// The servers: append the sample's lines in small chunks, with a partial line, a rotation and a compressed archive.
+fn write_logs(follow: &Path, done: &AtomicBool) {
+    let a = sample_lines("srv-01");
+    let b = sample_lines("srv-02");
+    let open = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(follow.join(name))
+            .unwrap()
+    };
+    let mut fa = open("a.jsonl");
+    let mut fb = open("b.jsonl");
+    let rotate_at = a.len() / 2;
+    let chunk = 40;
+    let (mut ia, mut ib) = (0, 0);
+    let mut step = 0;
+    while ia < a.len() || ib < b.len() {
+        step += 1;
+        if ia < a.len() {
+            let end = (ia + chunk).min(a.len());
+            for l in &a[ia..end] {
+                writeln!(fa, "{l}").unwrap();
+            }
+            ia = end;
+            if ia >= rotate_at && ia - chunk < rotate_at {
+                // Rotation: rename, start a new file, then compress the old one (written in two steps).
+                drop(fa);
+                std::fs::rename(follow.join("a.jsonl"), follow.join("a-1.jsonl")).unwrap();
+                fa = open("a.jsonl");
+                std::thread::sleep(Duration::from_millis(120));
+                let old = std::fs::read(follow.join("a-1.jsonl")).unwrap();
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(&old).unwrap();
+                let bytes = gz.finish().unwrap();
+                let tmp = follow.join("a-1.jsonl.gz");
+                let mut f = std::fs::File::create(&tmp).unwrap();
+                f.write_all(&bytes[..bytes.len() / 2]).unwrap();
+                f.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(150));
+                f.write_all(&bytes[bytes.len() / 2..]).unwrap();
+                drop(f);
+                std::thread::sleep(Duration::from_millis(150));
+                std::fs::remove_file(follow.join("a-1.jsonl")).unwrap();
+            }
+        }
+        if ib < b.len() {
+            let end = (ib + chunk / 2).min(b.len());
+            for l in &b[ib..end] {
+                if step % 7 == 0 {
+                    // A line written in two halves: the streamer must wait for the second.
+                    let (h, t) = l.split_at(l.len() / 2);
+                    write!(fb, "{h}").unwrap();
+                    fb.flush().unwrap();
+                    std::thread::sleep(Duration::from_millis(60));
+                    writeln!(fb, "{t}").unwrap();
+                } else {
+                    writeln!(fb, "{l}").unwrap();
+                }
+            }
+            ib = end;
+        }
+        std::thread::sleep(Duration::from_millis(45));
+    }
+    done.store(true, Ordering::SeqCst);
+}
+
+fn flags(lake: &Path) -> Vec<Vec<String>> {
+    sql_text(
+        lake,
+        "SELECT account, rule, \"window\", CAST(score AS VARCHAR), severity, action, evidence, array_to_string(refs, ' ') FROM flags ORDER BY 1, 2, 3",
+    )
+}
+
+fn findings(lake: &Path) -> Vec<Vec<String>> {
+    sql_text(
+        lake,
+        "SELECT game, CAST(seq AS VARCHAR), code, category FROM findings ORDER BY 1, 2, 3",
+    )
+}
+
+#[test]
+fn killed_twenty_times_the_stream_equals_a_batch_run() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-kill");
+    let _ = std::fs::remove_dir_all(&work);
+    let follow = work.join("logs");
+    let lake = work.join("lake");
+    std::fs::create_dir_all(&follow).unwrap();
+    let done = AtomicBool::new(false);
+    let mut kills = 0;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    std::thread::scope(|s| {
+        s.spawn(|| write_logs(&follow, &done));
+        let started = Instant::now();
+        while kills < 20 || !done.load(Ordering::SeqCst) {
+            let mut child = streamer(&follow, &lake, false);
+            std::thread::sleep(Duration::from_millis(80 + rng.below(900)));
+            match child.try_wait().unwrap() {
+                Some(status) => {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    panic!("the streamer stopped by itself ({status}): {err}");
+                }
+                None => {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    kills += 1;
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(600), "writer stuck");
+        }
+    });
+    assert!(kills >= 20);
+    let before = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    assert!(
+        before.version >= 20 && before.table_rows("events") > 0,
+        "the killed streamers committed along the way (version {})",
+        before.version
+    );
+    // Catch up and exit.
+    let out = streamer(&follow, &lake, true).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The rotated file was compressed and removed: the batch sees the final files only.
+    let mut names: Vec<String> = std::fs::read_dir(&follow)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a-1.jsonl.gz", "a.jsonl", "b.jsonl"]);
+    let batch = work.join("batch");
+    for args in [
+        vec![
+            "ingest",
+            "--lake",
+            batch.to_str().unwrap(),
+            follow.to_str().unwrap(),
+        ],
+        vec!["replay", "-q", "--lake", batch.to_str().unwrap()],
+        vec![
+            "detect",
+            "--lake",
+            batch.to_str().unwrap(),
+            "--rules",
+            root().join("queries/detect").to_str().unwrap(),
+        ],
+    ] {
+        let out = vigie(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let streamed = event_rows(&lake);
+    let batched = event_rows(&batch);
+    let expected = sample_lines("srv-01").len() + sample_lines("srv-02").len();
+    assert_eq!(
+        batched.len() + quarantine_rows(&batch).len(),
+        expected,
+        "the batch run holds every line"
+    );
+    assert_eq!(streamed.len(), batched.len(), "same number of events");
+    assert!(
+        streamed == batched,
+        "the same events, none twice, none missing"
+    );
+    assert_eq!(quarantine_rows(&lake).len(), quarantine_rows(&batch).len());
+    let (f_stream, f_batch) = (findings(&lake), findings(&batch));
+    assert!(!f_batch.is_empty(), "the sample has findings");
+    assert_eq!(f_stream, f_batch);
+    let (g_stream, g_batch) = (flags(&lake), flags(&batch));
+    assert!(!g_batch.is_empty(), "the sample has flags");
+    assert_eq!(g_stream, g_batch);
+    // Compaction left one file per partition where streaming wrote many.
+    let state = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    let files = state.table_files("events").count();
+    let parts = vigie::ingest::batch::partition_rows(&state, "events").len();
+    assert!(
+        files <= parts * 3,
+        "{files} events files for {parts} partitions"
+    );
+}
+
+#[test]
+fn sigterm_finishes_the_batch_and_exits() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-term");
+    let _ = std::fs::remove_dir_all(&work);
+    let follow = work.join("logs");
+    std::fs::create_dir_all(&follow).unwrap();
+    std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
+    let lake = work.join("lake");
+    let child = streamer(&follow, &lake, false);
+    // Wait for the first commit, then ask it to stop.
+    let started = Instant::now();
+    while event_count(&lake) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(120), "no commit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stream:"));
+    assert_eq!(
+        event_count(&lake),
+        lines_of(&crate::common::shared_sample()).len()
+    );
+}
+
+fn event_count(lake: &Path) -> usize {
+    if !lake.join("_vigie").exists() {
+        return 0;
+    }
+    event_rows(lake).len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_commits_before_answering_and_a_retry_adds_nothing() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-push");
+    let _ = std::fs::remove_dir_all(&work);
+    let lake = work.join("lake");
+    vigie::lake::Lake::open(&lake).unwrap();
+    let token = "push-token-0123456789abcdef";
+    let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
+        lake.clone(),
+        token,
+        root().join("queries/detect"),
+    ));
+    let mut body = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    body.push_str("{\"not\": \"an event\"}");
+    let lines = body.lines().count();
+    let post = |auth: Option<&str>, body: String| {
+        let mut r = Request::post("/ingest");
+        if let Some(a) = auth {
+            r = r.header("authorization", format!("Bearer {a}"));
+        }
+        r.body(Body::from(body)).unwrap()
+    };
+    let r = app.clone().oneshot(post(None, body.clone())).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = app
+        .clone()
+        .oneshot(post(Some("wrong-token-0123456789"), body.clone()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let answer = |r: axum::response::Response| async move {
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+    };
+    let r = app
+        .clone()
+        .oneshot(post(Some(token), body.clone()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let v = answer(r).await;
+    assert!(v["version"].as_u64().is_some(), "{v}");
+    assert_eq!(v["valid"].as_u64(), Some(lines as u64 - 1), "{v}");
+    assert_eq!(v["quarantined"].as_u64(), Some(1), "{v}");
+    // Durable before the answer: the committed snapshot already holds the lines.
+    assert_eq!(event_rows(&lake).len(), lines - 1);
+    assert_eq!(quarantine_rows(&lake).len(), 1);
+    // A retried body adds nothing.
+    let r = app.clone().oneshot(post(Some(token), body)).await.unwrap();
+    let v = answer(r).await;
+    assert!(v["version"].is_null(), "{v}");
+    assert_eq!(event_rows(&lake).len(), lines - 1);
+    // Replay and detection follow in the background.
+    let started = Instant::now();
+    loop {
+        let state = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+        if state.stages.contains_key("detect") {
+            assert!(state.table_rows("games") > 0);
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no replay after the push"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
