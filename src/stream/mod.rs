@@ -43,6 +43,8 @@ pub enum StreamError {
     Detect(#[from] crate::detect::DetectError),
     #[error("compaction: {0}")]
     Compact(String),
+    #[error("the replay and detection thread stopped")]
+    DeriveStopped,
     #[error("cannot follow {path}: {source}")]
     Follow {
         path: PathBuf,
@@ -271,6 +273,10 @@ impl Derive {
 }
 
 /// Follows `opts.follow` until `stop` is set (or, with `once`, until caught up).
+///
+/// Two threads: this one looks and commits every interval; a second one
+/// replays, detects and compacts whenever commits are waiting, so a slow
+/// detection run never delays the next commit.
 pub fn run(
     lake: &Lake,
     opts: &StreamOptions,
@@ -283,10 +289,46 @@ pub fn run(
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         });
     }
+    let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+    let (ingested, derived) = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| derive_loop(lake, opts, rx));
+        let ingested = ingest_loop(lake, opts, stop, &tx);
+        // Finish: one last forced pass (detection even if not due), then the worker ends.
+        let _ = tx.send(Wake::Finish);
+        drop(tx);
+        let derived = worker.join().unwrap_or(Err(StreamError::DeriveStopped));
+        (ingested, derived)
+    });
+    let (mut report, derived) = match (ingested, derived) {
+        (Ok(r), Ok(d)) => (r, d),
+        // The replay thread's own error explains why the ingest loop stopped.
+        (_, Err(e)) | (Err(e), Ok(_)) => return Err(e),
+    };
+    report.replays = derived.replays;
+    report.detections = derived.detections;
+    report.compactions = derived.compactions;
+    report.files_compacted = derived.files_compacted;
+    report.last_version = report.last_version.max(derived.last_version);
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Messages to the replay thread.
+enum Wake {
+    /// A commit landed.
+    Committed,
+    /// No more commits: run a last forced pass and stop.
+    Finish,
+}
+
+fn ingest_loop(
+    lake: &Lake,
+    opts: &StreamOptions,
+    stop: &AtomicBool,
+    tx: &std::sync::mpsc::Sender<Wake>,
+) -> Result<StreamReport, StreamError> {
     let mut report = StreamReport::default();
     let mut follower = Follower::default();
-    let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
-    let mut commits_since_compaction = 0u64;
     loop {
         let tick = Instant::now();
         let changed = follower.changed(&opts.follow)?;
@@ -302,8 +344,10 @@ pub fn run(
                         report.commits += 1;
                         report.last_version = Some(v);
                         committed = true;
-                        commits_since_compaction += 1;
                         tracing::debug!(version = v, lines = r.lines_read, "stream commit");
+                        if tx.send(Wake::Committed).is_err() {
+                            return Err(StreamError::DeriveStopped);
+                        }
                     }
                     // Unreadable files are not marked: they are looked at again next time.
                     if r.files_unreadable == 0 {
@@ -314,23 +358,15 @@ pub fn run(
                     tracing::warn!(file = %p.display(), "file changed while read; batch retried");
                     report.retries += 1;
                 }
+                Err(StreamError::Lake(LakeError::Conflict(c))) => {
+                    tracing::warn!(conflict = %c, "concurrent commit; batch retried");
+                    report.retries += 1;
+                }
                 Err(e) => return Err(e),
             }
         }
-        let caught_up = !committed;
-        derive.run(lake, opts.once && caught_up, &mut report)?;
-        if commits_since_compaction >= opts.compact_min_files as u64 / 2 || (opts.once && caught_up)
-        {
-            let c = compact::compact(lake, opts.compact_min_files)?;
-            if c.files_removed > 0 {
-                report.compactions += 1;
-                report.files_compacted += c.files_removed;
-                report.last_version = c.version.or(report.last_version);
-            }
-            commits_since_compaction = 0;
-        }
-        if (opts.once && caught_up) || stop.load(Ordering::Relaxed) {
-            break;
+        if (opts.once && !committed) || stop.load(Ordering::Relaxed) {
+            return Ok(report);
         }
         // Sleep out the interval, waking for a stop request.
         while tick.elapsed() < opts.commit_interval && !stop.load(Ordering::Relaxed) {
@@ -340,10 +376,57 @@ pub fn run(
                     .min(Duration::from_millis(50)),
             );
         }
-        if stop.load(Ordering::Relaxed) && !opts.once {
-            break;
+        if stop.load(Ordering::Relaxed) {
+            return Ok(report);
         }
     }
-    report.elapsed_ms = started.elapsed().as_millis() as u64;
+}
+
+/// The replay thread: replay, detection when due, compaction now and then.
+fn derive_loop(
+    lake: &Lake,
+    opts: &StreamOptions,
+    rx: std::sync::mpsc::Receiver<Wake>,
+) -> Result<StreamReport, StreamError> {
+    let mut report = StreamReport::default();
+    let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
+    let mut since_compaction = 0u64;
+    let mut finish = false;
+    while !finish {
+        // Wait for a commit (or a due detection), then take every message waiting.
+        let first = match rx.recv_timeout(opts.detect_interval.max(Duration::from_millis(100))) {
+            Ok(m) => Some(m),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Wake::Finish),
+        };
+        let mut commits = 0u64;
+        for m in first.into_iter().chain(rx.try_iter()) {
+            match m {
+                Wake::Committed => commits += 1,
+                Wake::Finish => finish = true,
+            }
+        }
+        since_compaction += commits;
+        let pass = derive.run(lake, finish, &mut report).and_then(|()| {
+            if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
+                since_compaction = 0;
+                let c = compact::compact(lake, opts.compact_min_files)?;
+                if c.files_removed > 0 {
+                    report.compactions += 1;
+                    report.files_compacted += c.files_removed;
+                    report.last_version = c.version.or(report.last_version);
+                }
+            }
+            Ok(())
+        });
+        match pass {
+            Ok(()) => {}
+            // Another writer moved the same stage or files: the next pass starts again from the lake.
+            Err(StreamError::Lake(LakeError::Conflict(c))) if !finish => {
+                tracing::warn!(conflict = %c, "concurrent commit; replay retried");
+            }
+            Err(e) => return Err(e),
+        }
+    }
     Ok(report)
 }
