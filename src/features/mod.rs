@@ -727,24 +727,34 @@ fn pair_window(
 }
 
 /// Selects the table's columns in order, cast to the declared types.
-fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
+/// The polars type of a lake column.
+fn polars_type(ty: &arrow::datatypes::DataType) -> DataType {
     use arrow::datatypes::DataType as A;
+    match ty {
+        A::Utf8 => DataType::String,
+        A::Int64 => DataType::Int64,
+        A::Float64 => DataType::Float64,
+        A::Boolean => DataType::Boolean,
+        A::Timestamp(_, _) => DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC)),
+        _ => DataType::String,
+    }
+}
+
+/// An empty frame with the columns of a lake table (`base` only lends a frame to start from).
+fn empty_like(base: &LazyFrame, def: &TableDef) -> LazyFrame {
     let exprs: Vec<Expr> = def
         .columns
         .iter()
-        .map(|c| {
-            let ty = match &c.ty {
-                A::Utf8 => DataType::String,
-                A::Int64 => DataType::Int64,
-                A::Float64 => DataType::Float64,
-                A::Boolean => DataType::Boolean,
-                A::Timestamp(_, _) => {
-                    DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC))
-                }
-                _ => DataType::String,
-            };
-            col(c.name).cast(ty).alias(c.name)
-        })
+        .map(|c| lit(NULL).cast(polars_type(&c.ty)).alias(c.name))
+        .collect();
+    base.clone().select(exprs).limit(0)
+}
+
+fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
+    let exprs: Vec<Expr> = def
+        .columns
+        .iter()
+        .map(|c| col(c.name).cast(polars_type(&c.ty)).alias(c.name))
         .collect();
     let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
     lf.select(exprs).sort(sort, SortMultipleOptions::default())
@@ -780,18 +790,10 @@ pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
     else {
         return Ok(FeaturesReport::default());
     };
+    // No departure yet (a young lake, a stream's first seconds): an empty table of the right shape.
     let departures = match scan(&snapshot, "departures")? {
         Some(d) => d,
-        None => moves.clone().limit(0).select([
-            col("game"),
-            col("seq"),
-            col("ts"),
-            col("player"),
-            lit("").alias("event"),
-            lit(false).alias("losing"),
-            lit(false).alias("decisive"),
-            lit(0i64).alias("elapsed_ms"),
-        ]),
+        None => empty_like(&moves, &crate::replay::rows::DepartureRow::def()),
     };
     let findings = scan(&snapshot, "findings")?;
     let mut account_frames = Vec::new();
