@@ -508,7 +508,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let lake =
                 Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
             let labels = vigie::detect::eval::Labels::read(&labels)?;
-            let rules = vigie::detect::rules::load_dir(&rules)?;
+            let rules = vigie::detect::rules::load(&rules)?;
             let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
             let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
             if json {

@@ -222,7 +222,7 @@ pub fn demo(
     let r = vigie::detect::run(&lake, &rules, &Default::default()).context("detecting")?;
     println!("{}", r.summary_line());
     let labels = vigie::detect::eval::Labels::read(&sim_dir.join("labels.json"))?;
-    let rules = vigie::detect::rules::load_dir(&rules)?;
+    let rules = vigie::detect::rules::load(&rules)?;
     let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
     let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
     for c in &ev.classes {

@@ -123,7 +123,7 @@ pub fn run(
     overrides: &BTreeMap<String, String>,
 ) -> Result<DetectReport, DetectError> {
     let started = std::time::Instant::now();
-    let rules = rules::load_dir(rules_dir)?;
+    let rules = rules::load(rules_dir)?;
     let fingerprint = {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();

@@ -145,6 +145,19 @@ impl Rule {
     }
 }
 
+/// The default rules directory (relative to the working directory).
+pub const DEFAULT_DIR: &str = "queries/detect";
+
+/// Loads the rules of `dir`; the default directory, when absent (the binary run from elsewhere),
+/// means the rules shipped with the binary.
+pub fn load(dir: &Path) -> Result<Vec<Rule>, RuleError> {
+    if dir == Path::new(DEFAULT_DIR) && !dir.exists() {
+        tracing::info!("{DEFAULT_DIR} not found here: running the rules built into the binary");
+        return builtin();
+    }
+    load_dir(dir)
+}
+
 /// Loads every `*.sql` rule of a directory, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Rule>, RuleError> {
     let io = |source| RuleError::Io {
@@ -209,7 +222,7 @@ pub const BUILTIN: [(&str, &str); 9] = [
     ),
 ];
 
-/// The shipped rules, parsed (what `vigie detect` runs when `--rules` is not given).
+/// The shipped rules, parsed (what [`load`] falls back to).
 pub fn builtin() -> Result<Vec<Rule>, RuleError> {
     BUILTIN
         .iter()
