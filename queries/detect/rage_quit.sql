@@ -8,7 +8,7 @@
 --   pattern and only recommend review.
 -- severity: medium
 -- action: review
--- param min_abandons = 2 : abandons while losing in 30 days
+-- param min_abandons = 3 : abandons while losing in 30 days (two can be bad luck with a connection)
 -- param min_share = 0.3 : abandons while losing per game lost
 SELECT f.account, f."window",
        CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) * 10.0 AS score,

@@ -8,8 +8,8 @@
 -- severity: low
 -- action: review
 -- param min_slow = 10 : moves over 80 % of the clock while losing, in 30 days
--- param min_share = 0.5 : share of moves while losing that are that slow
--- param max_other = 0.15 : share of slow moves in other positions
+-- param min_share = 0.2 : share of moves while losing that are that slow (honest accounts: 99 % under 0.04)
+-- param max_other = 0.1 : share of slow moves in other positions
 SELECT f.account, f."window",
        (f.slow_share_losing - coalesce(f.slow_share_other, 0)) * 10.0 AS score,
        f.slow_moves_losing, f.moves_losing, f.slow_share_losing, f.slow_share_other, f.think_mean_ms,

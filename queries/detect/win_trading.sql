@@ -7,8 +7,8 @@
 --   detection we look for repeated rated games between the same pair with alternating early losses.
 -- severity: medium
 -- action: review
--- param min_rated = 4 : rated games together in 30 days
--- param min_alternation = 0.5 : result switches per game
+-- param min_rated = 6 : rated games together in 30 days
+-- param min_alternation = 0.8 : result switches per game (independent results switch about half the time)
 -- param min_gave_up = 1 : games each of them gave up
 SELECT acc AS account, '30d' AS "window", alternation * 10.0 AS score, partner,
        rated_games, games, result_switches, alternation, a_gave_up, b_gave_up,
