@@ -6,7 +6,7 @@
 # Logs in once through the form (login CSRF token, then the session cookie),
 # then runs wrk with that cookie. Environment: VIGIE_USER (rita),
 # VIGIE_PASSWORD (demo-password), CONNS (200), THREADS (2), DURATION (20s).
-# Against the fake data: cargo run --release --example fake_server -- 127.0.0.1:8088
+# Against a lake: vigie serve --lake LAKE --addr 127.0.0.1:8088 (and vigie admin add-user rita --role reviewer)
 # wrk comes from Debian: apt-get install -y wrk. Only ever point it at a server on this machine.
 set -euo pipefail
 

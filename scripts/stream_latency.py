@@ -29,16 +29,52 @@ import subprocess
 import time
 
 
-def source_lines(src):
-    files = sorted(glob.glob(os.path.join(src, "**", "*.jsonl*"), recursive=True))
-    streams = []
-    for f in files:
-        op = gzip.open if f.endswith(".gz") else open
-        with op(f, "rb") as fh:
-            lines = fh.read().splitlines(keepends=True)
-        if lines:
-            streams.append(lines)
-    return streams
+class Server:
+    """One simulated server: its day files in order, read line by line, written under the same names."""
+
+    def __init__(self, files, follow):
+        self.files = files
+        self.follow = follow
+        self.fh = None
+        self.out = None
+        self.offset = 0
+        self.done = False
+        self.next_file()
+
+    def next_file(self):
+        if not self.files:
+            self.done = True
+            return
+        path = self.files.pop(0)
+        op = gzip.open if path.endswith(".gz") else open
+        self.fh = op(path, "rb")
+        name = os.path.basename(os.path.dirname(path)) + "-" + os.path.basename(path).removesuffix(".gz")
+        if self.out:
+            self.out.close()
+        self.out = open(os.path.join(self.follow, name), "ab")
+        self.offset = 0
+
+    def take(self, n):
+        out = []
+        while len(out) < n and not self.done:
+            line = self.fh.readline()
+            if not line:
+                self.next_file()
+                break
+            out.append(line)
+        data = b"".join(out)
+        if data:
+            self.out.write(data)
+            self.out.flush()
+            self.offset += len(data)
+        return os.path.abspath(self.out.name), self.offset, len(out)
+
+
+def servers(src, follow):
+    by_dir = {}
+    for f in sorted(glob.glob(os.path.join(src, "**", "*.jsonl*"), recursive=True)):
+        by_dir.setdefault(os.path.dirname(f), []).append(f)
+    return [Server(files, follow) for _, files in sorted(by_dir.items())]
 
 
 def rss_kb(pid):
@@ -74,22 +110,16 @@ def main():
     follow = os.path.join(args.work, "logs")
     lake = os.path.join(args.work, "lake")
     os.makedirs(follow)
-    streams = source_lines(args.source)
-    total_available = sum(len(s) for s in streams)
-    want = args.rate * args.seconds
-    if total_available < want:
-        print(f"warning: the source has {total_available} lines, fewer than {want}")
-    outs = [open(os.path.join(follow, f"srv-{i:02}.jsonl"), "ab") for i in range(len(streams))]
-    pos = [0] * len(streams)
-    offsets = [0] * len(streams)
+    streams = servers(args.source, follow)
 
+    errlog = open(os.path.join(args.work, "stream.log"), "wb")
     proc = subprocess.Popen(
         [args.vigie, "stream", "--follow", follow, "--lake", lake, "--rules", args.rules],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ, VIGIE_LOG="warn"),
+        stderr=errlog,
+        env=dict(os.environ, VIGIE_LOG="info"),
     )
-    chunks = []  # (file path, end offset, wall ms)
+    chunks = []  # (file path, end offset, wall ms, lines)
     memory = []  # (seconds, rss kB)
     tick = 0.01
     per_tick = args.rate * tick
@@ -98,31 +128,26 @@ def main():
     fed = 0
     next_mem = 0.0
     i = 0
-    while time.time() - start < args.seconds and fed < total_available:
+    while time.time() - start < args.seconds and not all(s.done for s in streams):
         owed += per_tick
         n = int(owed)
         owed -= n
-        # Spread the tick's lines over the files, round robin.
-        while n > 0:
+        # Spread the tick's lines over a few files, round robin.
+        while n > 0 and not all(s.done for s in streams):
             k = i % len(streams)
             i += 1
-            if pos[k] >= len(streams[k]):
-                if all(p >= len(s) for p, s in zip(pos, streams)):
-                    break
+            if streams[k].done:
                 continue
-            take = min(n, max(1, n // len(streams)), len(streams[k]) - pos[k])
-            data = b"".join(streams[k][pos[k]:pos[k] + take])
-            outs[k].write(data)
-            outs[k].flush()
-            pos[k] += take
-            offsets[k] += len(data)
-            n -= take
-            fed += take
-            chunks.append((os.path.abspath(outs[k].name), offsets[k], time.time() * 1000.0, take))
+            path, end, got = streams[k].take(min(n, 25))
+            if got == 0:
+                continue
+            n -= got
+            fed += got
+            chunks.append((path, end, time.time() * 1000.0, got))
         now = time.time() - start
         if now >= next_mem:
             memory.append((round(now), rss_kb(proc.pid)))
-            next_mem += 10
+            next_mem += 60
         sleep = start + tick * (int(now / tick) + 1) - time.time()
         if sleep > 0:
             time.sleep(sleep)
@@ -131,7 +156,10 @@ def main():
     time.sleep(8)
     memory.append((round(time.time() - start), rss_kb(proc.pid)))
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    proc.wait(timeout=120)
+    errlog.close()
+    with open(os.path.join(args.work, "stream.log"), "rb") as fh:
+        err = fh.read()
 
     commits = []
     for f in sorted(glob.glob(os.path.join(lake, "_vigie", "log", "*.json"))):
@@ -152,6 +180,7 @@ def main():
         for s in c.get("sources", []):
             by_file.setdefault(os.path.abspath(s["path"]), []).append((c["version"], c["time_ms"], s["offset"]))
     commit_lat, flag_lat, lines_lat = [], [], 0
+    windows = {}  # 5-minute window of the append -> flag latencies
     for path, end, t, n in chunks:
         cands = by_file.get(path, [])
         hit = next(((v, tm) for v, tm, off in cands if off >= end), None)
@@ -163,6 +192,7 @@ def main():
         if d is not None:
             flag_lat.append(d - t)
             lines_lat += n
+            windows.setdefault(int((t / 1000.0 - start) // 300), []).append(d - t)
     result = {
         "rate_target": args.rate,
         "lines_fed": fed,
@@ -172,8 +202,11 @@ def main():
         "chunks_measured": len(flag_lat),
         "stream_commits": len(stream_commits),
         "detect_runs": len(detects),
-        "commit_latency_ms": {p: round(pct(commit_lat, p)) for p in (50, 95, 99, 100)},
-        "flag_latency_ms": {p: round(pct(flag_lat, p)) for p in (50, 95, 99, 100)},
+        "commit_latency_ms": {p: round(pct(commit_lat, p)) for p in (50, 95, 99, 100)} if commit_lat else None,
+        "flag_latency_ms": {p: round(pct(flag_lat, p)) for p in (50, 95, 99, 100)} if flag_lat else None,
+        "flag_latency_ms_per_5_min": {
+            f"{w * 5}-{w * 5 + 5} min": {p: round(pct(xs, p)) for p in (50, 99)} for w, xs in sorted(windows.items())
+        },
         "rss_kb": memory,
         "summary": err.decode(errors="replace").strip().splitlines()[-1:] if err else [],
     }
