@@ -18,6 +18,9 @@ use super::{IoContext, Result};
 /// Rows per row group: small enough that statistics prune well when reading one game.
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
 
+/// False-positive rate of the bloom filters on lookup keys.
+pub const BLOOM_FPP: f64 = 1e-4;
+
 /// Writer properties for a table: zstd, page statistics, the table's sort order, bloom filters on its key.
 pub fn properties(table: &TableDef, schema: &SchemaRef) -> WriterProperties {
     let mut b = WriterProperties::builder()
@@ -39,7 +42,12 @@ pub fn properties(table: &TableDef, schema: &SchemaRef) -> WriterProperties {
         b = b.set_sorting_columns(Some(sorting));
     }
     for c in table.bloom {
-        b = b.set_column_bloom_filter_enabled(ColumnPath::from(*c), true);
+        // A reader tests a few hundred keys against each row group (the games a streaming replay
+        // touches): at the default 5 % false positives every row group would match one of them.
+        // Filters are folded to the row group's distinct values, so this stays small.
+        b = b
+            .set_column_bloom_filter_enabled(ColumnPath::from(*c), true)
+            .set_column_bloom_filter_fpp(ColumnPath::from(*c), BLOOM_FPP);
     }
     for c in table.no_dictionary {
         b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
