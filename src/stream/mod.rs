@@ -224,7 +224,7 @@ impl Derive {
         }
     }
 
-    /// Replays what is new; runs detection if due (or `force`). Returns (replayed, detected).
+    /// Replays what is new, then runs detection if due (or `force`); counts go to `report`.
     pub fn run(
         &mut self,
         lake: &Lake,
