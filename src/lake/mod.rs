@@ -143,7 +143,9 @@ impl Snapshot {
     }
 }
 
-fn resolve(root: &Path, rel: &str) -> PathBuf {
+/// The absolute path of a live data file: its final name, or its pending name while the rename
+/// that follows its commit has not happened yet.
+pub fn resolve(root: &Path, rel: &str) -> PathBuf {
     let fin = root.join(rel);
     if fin.exists() {
         return fin;

@@ -169,12 +169,7 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
     let mut touched: BTreeSet<String> = stale;
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     for f in &new_files {
-        let path = root.join(&f.path);
-        let path = if path.exists() {
-            path
-        } else {
-            crate::lake::pending_path(&path)
-        };
+        let path = crate::lake::resolve(&root, &f.path);
         for b in read_file(&path, Some(&["game", "commitment", "seed"]))? {
             let g = b.column(0).as_string::<i32>();
             let c = b.column(1).as_string::<i32>();
@@ -208,12 +203,7 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
     let files: Vec<(PathBuf, bool)> = events
         .iter()
         .map(|f| {
-            let p = root.join(&f.path);
-            let p = if p.exists() {
-                p
-            } else {
-                crate::lake::pending_path(&p)
-            };
+            let p = crate::lake::resolve(&root, &f.path);
             (p, f.data_version() > since)
         })
         .collect();
@@ -299,12 +289,7 @@ pub fn read_game_index(
 ) -> Result<BTreeMap<String, IndexedGame>, ReplayError> {
     let mut out = BTreeMap::new();
     for f in state.table_files("games") {
-        let path = root.join(&f.path);
-        let path = if path.exists() {
-            path
-        } else {
-            crate::lake::pending_path(&path)
-        };
+        let path = crate::lake::resolve(root, &f.path);
         for b in read_file(
             &path,
             Some(&[
@@ -705,12 +690,7 @@ fn write_outputs(
             if !rewrite {
                 continue;
             }
-            let path = root.join(&f.path);
-            let path = if path.exists() {
-                path
-            } else {
-                crate::lake::pending_path(&path)
-            };
+            let path = crate::lake::resolve(root, &f.path);
             let mut kept = Vec::new();
             let mut dropped = false;
             for b in read_file(&path, None)? {

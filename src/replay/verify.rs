@@ -189,17 +189,7 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
     let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
     let files: Vec<(std::path::PathBuf, bool)> = events
         .iter()
-        .map(|f| {
-            let p = root.join(&f.path);
-            (
-                if p.exists() {
-                    p
-                } else {
-                    crate::lake::pending_path(&p)
-                },
-                false,
-            )
-        })
+        .map(|f| (crate::lake::resolve(&root, &f.path), false))
         .collect();
     let wanted: BTreeSet<String> = [game.to_string()].into();
     let (mut replays, _, _) = replay_files(

@@ -93,12 +93,7 @@ pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamErr
         let schema = def.schema();
         let mut batches = Vec::new();
         for f in &files {
-            let path = root.join(&f.path);
-            let path = if path.exists() {
-                path
-            } else {
-                crate::lake::pending_path(&path)
-            };
+            let path = crate::lake::resolve(root, &f.path);
             batches.extend(read_file(&path, None)?);
         }
         let merged = arrow::compute::concat_batches(&schema, &batches).map_err(err)?;
