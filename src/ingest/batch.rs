@@ -119,11 +119,21 @@ pub fn ingest_paths(
         path: inputs_label(inputs),
         source: e,
     })?;
+    commit_files(lake, &files, opts, "ingest")
+}
+
+/// Ingests `files` in one transaction and commits it (nothing to commit: no new version).
+/// `op` names the commit in the log (`ingest`, `stream`).
+pub fn commit_files(
+    lake: &Lake,
+    files: &[PathBuf],
+    opts: &IngestOptions,
+    op: &str,
+) -> Result<IngestReport, IngestError> {
     let mut writer = lake.writer()?;
-    let mut txn = writer.begin("ingest")?;
+    let mut txn = writer.begin(op)?;
     let state = lake.state()?;
-    let report = ingest_files(&mut txn, &state, &files, opts)?;
-    let mut report = report;
+    let mut report = ingest_files(&mut txn, &state, files, opts)?;
     if txn.is_empty() {
         txn.abort();
         return Ok(report);

@@ -120,7 +120,6 @@ pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamErr
         report.files_removed += files.len() as u64;
         report.files_written += 1;
     }
-    crate::lake::failpoint("compact-before-commit");
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
     Ok(report)

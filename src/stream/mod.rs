@@ -184,22 +184,11 @@ impl Follower {
 
 /// One micro-batch: ingests `files` and commits. Returns the ingest report (version set when committed).
 pub fn commit_batch(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, StreamError> {
-    let mut writer = lake.writer()?;
-    let mut txn = writer.begin("stream")?;
-    let state = lake.state()?;
     let opts = IngestOptions {
         progress: false,
         ..IngestOptions::default()
     };
-    let mut report = ingest::ingest_files(&mut txn, &state, files, &opts)?;
-    if txn.is_empty() {
-        txn.abort();
-        return Ok(report);
-    }
-    crate::lake::failpoint("stream-before-commit");
-    let summary = serde_json::to_value(&report).unwrap_or_default();
-    report.version = Some(txn.commit(summary)?);
-    Ok(report)
+    Ok(ingest::batch::commit_files(lake, files, &opts, "stream")?)
 }
 
 /// The derived stages after a commit: replay always, detection when due.
