@@ -2,7 +2,8 @@
 """Streaming latency and memory: feed simulated server logs at a steady rate to `vigie stream`.
 
 Appends the lines of simulated log files (one output file per input file, as
-servers would) at --rate lines per second for --seconds, while `vigie stream`
+servers would) at --rate lines per second for --seconds, all servers together
+in timestamp order (as a fleet writing "now" would), while `vigie stream`
 follows the directory. Every 10 ms chunk records its file, end offset and
 wall-clock time. At the end the streamer is stopped with SIGTERM and the
 lake's commit log gives, for each chunk:
@@ -19,55 +20,53 @@ It prints p50/p95/p99/max of both and the streamer's RSS every 10 s.
 """
 
 import argparse
+import heapq
 import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 
 
+TS = re.compile(rb'"ts":"([^"]+)"')
+
+
 class Server:
-    """One simulated server: its day files in order, read line by line, written under the same names."""
+    """One simulated server: its day files in order, line by line, written under the same names."""
 
     def __init__(self, files, follow):
         self.files = files
         self.follow = follow
         self.fh = None
         self.out = None
-        self.offset = 0
-        self.done = False
-        self.next_file()
+        self.line = None
+        self.ts = b""
+        self.advance()
 
-    def next_file(self):
-        if not self.files:
-            self.done = True
-            return
-        path = self.files.pop(0)
-        op = gzip.open if path.endswith(".gz") else open
-        self.fh = op(path, "rb")
-        name = os.path.basename(os.path.dirname(path)) + "-" + os.path.basename(path).removesuffix(".gz")
-        if self.out:
-            self.out.close()
-        self.out = open(os.path.join(self.follow, name), "ab")
-        self.offset = 0
-
-    def take(self, n):
-        out = []
-        while len(out) < n and not self.done:
+    def advance(self):
+        """Loads the next line (and its timestamp); `line` is None once every file is read."""
+        while True:
+            if self.fh is None:
+                if not self.files:
+                    self.line = None
+                    return
+                path = self.files.pop(0)
+                op = gzip.open if path.endswith(".gz") else open
+                self.fh = op(path, "rb")
+                name = os.path.basename(os.path.dirname(path)) + "-" + os.path.basename(path).removesuffix(".gz")
+                self.out = os.path.abspath(os.path.join(self.follow, name))
             line = self.fh.readline()
-            if not line:
-                self.next_file()
-                break
-            out.append(line)
-        data = b"".join(out)
-        if data:
-            self.out.write(data)
-            self.out.flush()
-            self.offset += len(data)
-        return os.path.abspath(self.out.name), self.offset, len(out)
+            if line:
+                self.line = line
+                m = TS.search(line)
+                self.ts = m.group(1) if m else b""
+                return
+            self.fh.close()
+            self.fh = None
 
 
 def servers(src, follow):
@@ -117,7 +116,7 @@ def main():
         [args.vigie, "stream", "--follow", follow, "--lake", lake, "--rules", args.rules],
         stdout=subprocess.DEVNULL,
         stderr=errlog,
-        env=dict(os.environ, VIGIE_LOG="info"),
+        env=dict(os.environ, VIGIE_LOG=os.environ.get("VIGIE_LOG", "info")),
     )
     chunks = []  # (file path, end offset, wall ms, lines)
     memory = []  # (seconds, rss kB)
@@ -127,23 +126,30 @@ def main():
     owed = 0.0
     fed = 0
     next_mem = 0.0
-    i = 0
-    while time.time() - start < args.seconds and not all(s.done for s in streams):
+    # The servers' lines in timestamp order, as a fleet writing "now" would.
+    heap = [(sv.ts, k) for k, sv in enumerate(streams) if sv.line is not None]
+    heapq.heapify(heap)
+    offsets = {}
+    while time.time() - start < args.seconds and heap:
         owed += per_tick
         n = int(owed)
         owed -= n
-        # Spread the tick's lines over a few files, round robin.
-        while n > 0 and not all(s.done for s in streams):
-            k = i % len(streams)
-            i += 1
-            if streams[k].done:
-                continue
-            path, end, got = streams[k].take(min(n, 25))
-            if got == 0:
-                continue
-            n -= got
-            fed += got
-            chunks.append((path, end, time.time() * 1000.0, got))
+        out = {}
+        while n > 0 and heap:
+            _, k = heapq.heappop(heap)
+            sv = streams[k]
+            out.setdefault(sv.out, []).append(sv.line)
+            sv.advance()
+            if sv.line is not None:
+                heapq.heappush(heap, (sv.ts, k))
+            n -= 1
+        for path, lines in out.items():
+            data = b"".join(lines)
+            with open(path, "ab") as fh:
+                fh.write(data)
+            offsets[path] = offsets.get(path, 0) + len(data)
+            fed += len(lines)
+            chunks.append((path, offsets[path], time.time() * 1000.0, len(lines)))
         now = time.time() - start
         if now >= next_mem:
             memory.append((round(now), rss_kb(proc.pid)))

@@ -122,6 +122,17 @@ pub fn run(
     rules_dir: &Path,
     overrides: &BTreeMap<String, String>,
 ) -> Result<DetectReport, DetectError> {
+    run_scoped(lake, rules_dir, overrides, None)
+}
+
+/// [`run`], recomputing the features of the accounts of `scope` only
+/// ([`crate::features::run_scoped`]); the rules still run over every account.
+pub fn run_scoped(
+    lake: &Lake,
+    rules_dir: &Path,
+    overrides: &BTreeMap<String, String>,
+    scope: Option<&std::collections::BTreeSet<String>>,
+) -> Result<DetectReport, DetectError> {
     let started = std::time::Instant::now();
     let rules = rules::load(rules_dir)?;
     let fingerprint = {
@@ -143,7 +154,7 @@ pub fn run(
             ..DetectReport::default()
         });
     }
-    crate::features::run(lake)?;
+    crate::features::run_scoped(lake, scope)?;
     let snapshot = lake.snapshot()?;
     let window_end = snapshot
         .state

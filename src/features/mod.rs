@@ -1,9 +1,11 @@
 //! Account and pair features with polars, read straight from the lake's Parquet, written back as `account_features` and `pair_features`.
 //!
 //! Windows end at the lake's horizon (the latest event timestamp) and cover
-//! 1, 7 and 30 days. Features are recomputed whole on each run: they are
-//! small (one row per active account or pair and window), and a full
-//! recomputation keeps them exactly reproducible from a snapshot.
+//! 1, 7 and 30 days. A batch run recomputes them whole: they are small (one
+//! row per active account or pair and window), and a full recomputation
+//! keeps them exactly reproducible from a snapshot. The streaming job
+//! recomputes only the accounts its replays touched ([`run_scoped`]), and
+//! every account in turn, so a row is never more than a few minutes behind.
 
 use std::path::{Path, PathBuf};
 
@@ -754,10 +756,39 @@ fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
     let exprs: Vec<Expr> = def
         .columns
         .iter()
-        .map(|c| col(c.name).cast(polars_type(&c.ty)).alias(c.name))
+        .map(|c| match c.ty {
+            // Through epoch ms to a zone-less datetime: polars is built without time zones, so a
+            // zone in a plan is not in the data, and frames read back from Parquet differ.
+            arrow::datatypes::DataType::Timestamp(_, _) => col(c.name)
+                .cast(DataType::Int64)
+                .cast(DataType::Datetime(TimeUnit::Milliseconds, None))
+                .alias(c.name),
+            _ => col(c.name).cast(polars_type(&c.ty)).alias(c.name),
+        })
         .collect();
     let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
     lf.select(exprs).sort(sort, SortMultipleOptions::default())
+}
+
+/// The frames in the table's shape, one after the other, sorted.
+///
+/// Eagerly, so that each frame's physical types are those of its plan.
+fn union(frames: Vec<LazyFrame>, def: &TableDef) -> PolarsResult<DataFrame> {
+    let mut out: Option<DataFrame> = None;
+    for f in frames {
+        let df = conform(f, def).collect()?;
+        match out.as_mut() {
+            None => out = Some(df),
+            Some(o) => {
+                o.vstack_mut(&df)?;
+            }
+        }
+    }
+    let Some(out) = out else {
+        return Err(PolarsError::NoData("no frame".into()));
+    };
+    let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
+    out.sort(sort, SortMultipleOptions::default())
 }
 
 /// What a features run did.
@@ -771,6 +802,28 @@ pub struct FeaturesReport {
 
 /// Computes the features of the latest snapshot and commits them (replacing the previous ones).
 pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
+    run_scoped(lake, None)
+}
+
+/// The accounts a scoped run recomputes, as a polars membership test.
+fn member_of(accounts: &[String]) -> impl Fn(&str) -> Expr {
+    let set = Series::new("scope".into(), accounts.to_vec());
+    move |c: &str| col(c).is_in(lit(set.clone()).implode(false), false)
+}
+
+/// [`run`], restricted to `scope` when given: the rows of those accounts
+/// (and of the pairs with one of them) are recomputed with the current
+/// window end, every other row is kept from the previous run.
+///
+/// A scoped row equals what a full run at the same snapshot gives: every
+/// input of an account's features (its games and their moves, its
+/// departures and findings, the devices of its opponents) is read whole;
+/// only the `moves` of other games, the one large table, are skipped. The
+/// streaming job uses it for the accounts its last replays touched.
+pub fn run_scoped(
+    lake: &Lake,
+    scope: Option<&std::collections::BTreeSet<String>>,
+) -> Result<FeaturesReport, FeaturesError> {
     let started = std::time::Instant::now();
     let mut writer = lake.writer()?;
     let snapshot = lake.snapshot()?;
@@ -796,25 +849,81 @@ pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
         None => empty_like(&moves, &crate::replay::rows::DepartureRow::def()),
     };
     let findings = scan(&snapshot, "findings")?;
+    let scope: Option<Vec<String>> = scope.map(|s| s.iter().cloned().collect());
     let mut account_frames = Vec::new();
     let mut pair_frames = Vec::new();
-    for days in WINDOWS {
-        account_frames.push(account_window(
-            &players,
-            &moves,
-            &departures,
-            findings.as_ref(),
-            end,
-            days,
-        )?);
-        pair_frames.push(pair_window(&players, &moves, end, days)?);
+    match &scope {
+        None => {
+            for days in WINDOWS {
+                account_frames.push(account_window(
+                    &players,
+                    &moves,
+                    &departures,
+                    findings.as_ref(),
+                    end,
+                    days,
+                )?);
+                pair_frames.push(pair_window(&players, &moves, end, days)?);
+            }
+        }
+        Some(accounts) => {
+            let is_in = member_of(accounts);
+            // Every input an account's row reads, read once and used by every window: its
+            // game_players rows (its opponents' too, for their shared devices), the moves of its
+            // games, its departures and findings.
+            let own = players.clone().filter(is_in("account")).collect()?;
+            let mut linked = accounts.clone();
+            linked.extend(
+                own.column("opponent")?
+                    .as_materialized_series()
+                    .str()?
+                    .iter()
+                    .flatten()
+                    .map(str::to_string),
+            );
+            let linked = players
+                .clone()
+                .filter(member_of(&linked)("account"))
+                .collect()?
+                .lazy();
+            let games = own
+                .clone()
+                .lazy()
+                .select([col("game")])
+                .unique(None, UniqueKeepStrategy::Any)
+                .collect()?;
+            let games = games.column("game")?.as_materialized_series().clone();
+            let moves = moves
+                .filter(col("game").is_in(lit(games).implode(false), false))
+                .collect()?
+                .lazy();
+            let departures = departures.filter(is_in("player")).collect()?.lazy();
+            let findings = match findings {
+                Some(f) => Some(f.filter(is_in("account")).collect()?.lazy()),
+                None => None,
+            };
+            let own = own.lazy();
+            for days in WINDOWS {
+                account_frames.push(
+                    account_window(&own, &moves, &departures, findings.as_ref(), end, days)?
+                        .filter(is_in("account")),
+                );
+                pair_frames.push(
+                    pair_window(&linked, &moves, end, days)?.filter(is_in("a").or(is_in("b"))),
+                );
+            }
+            // The previous rows of everyone else, as they were.
+            account_frames.extend(
+                scan(&snapshot, "account_features")?.map(|f| f.filter(is_in("account").not())),
+            );
+            pair_frames.extend(
+                scan(&snapshot, "pair_features")?
+                    .map(|f| f.filter(is_in("a").not().and(is_in("b").not()))),
+            );
+        }
     }
-    let accounts = conform(
-        concat(account_frames, UnionArgs::default())?,
-        &account_table(),
-    )
-    .collect()?;
-    let pairs = conform(concat(pair_frames, UnionArgs::default())?, &pair_table()).collect()?;
+    let accounts = union(account_frames, &account_table())?;
+    let pairs = union(pair_frames, &pair_table())?;
     let mut txn = writer.begin("features")?;
     for f in snapshot
         .state
@@ -842,7 +951,7 @@ pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
             },
         );
     }
-    txn.set_stage(STAGE, serde_json::json!({ "version": snapshot.version(), "window_end_ms": end, "replay": replayed }));
+    txn.set_stage(STAGE, serde_json::json!({ "version": snapshot.version(), "window_end_ms": end, "replay": replayed, "scoped": scope.as_ref().map(Vec::len) }));
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
     Ok(report)

@@ -9,7 +9,7 @@
 //! go to files that are only rewritten in the rare case a closed game gets
 //! new events. The new files, the removals and the checkpoint are one commit.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -133,8 +133,82 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
     }
 }
 
+/// Replay state a long-running process (the stream) keeps between runs, so
+/// that a run reads only the events files added since the last one.
+///
+/// It holds the game index (what the `games` table says of every game) and
+/// the raw lines of every game still open. It is valid for one replay
+/// checkpoint only: when the lake's checkpoint is not the one it was built
+/// at (another process replayed, or a commit failed), the next run rebuilds
+/// it from the lake, replaying every open game once.
+#[derive(Debug, Default)]
+pub struct Resident {
+    /// The replay checkpoint (lake version) this state reflects; `None` until built.
+    version: Option<u64>,
+    index: BTreeMap<String, IndexedGame>,
+    /// Raw lines of the games still open, by game.
+    open: HashMap<String, Vec<String>>,
+    /// Accounts of the games replayed since the last [`Resident::take_accounts`].
+    accounts: BTreeSet<String>,
+    /// Every account of the index.
+    known: BTreeSet<String>,
+    /// Seeds and commitments of the index.
+    seeds: SeedIndex,
+}
+
+impl Resident {
+    /// The accounts of the games replayed since the last call.
+    pub fn take_accounts(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.accounts)
+    }
+
+    /// Games whose lines are held in memory.
+    pub fn open_games(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Games in the index.
+    pub fn indexed_games(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Slice `k` of `n` of every known account (a stable partition by name).
+    pub fn account_slice(&self, k: usize, n: usize) -> impl Iterator<Item = &String> {
+        self.known.iter().filter(move |a| {
+            // FNV-1a: stable across runs and platforms.
+            let h = a.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            h % n.max(1) as u64 == k as u64
+        })
+    }
+}
+
+impl IndexedGame {
+    fn of(g: &GameRow) -> IndexedGame {
+        IndexedGame {
+            game: g.game.clone(),
+            closed: g.closed,
+            last_ts: g.last_ts.0,
+            commitment: g.commitment.clone(),
+            seed: g.seed.clone(),
+            reveal_seq: g.reveal_seq,
+            players: g.players.clone(),
+        }
+    }
+}
+
 /// Replays what is new in the lake and commits the derived tables.
 pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    run_with(lake, opts, None)
+}
+
+/// [`run`], keeping state between runs in `resident` (see [`Resident`]).
+pub fn run_with(
+    lake: &Lake,
+    opts: &ReplayOptions,
+    mut resident: Option<&mut Resident>,
+) -> Result<ReplayReport, ReplayError> {
     let started = Instant::now();
     let mut writer = lake.writer()?;
     let state = lake.state()?;
@@ -151,7 +225,25 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
         .copied()
         .filter(|f| f.data_version() > since)
         .collect();
-    let old_games = read_game_index(&root, &state)?;
+    // A warm resident state already knows the index and every open game's lines.
+    let warm = resident.as_ref().is_some_and(|r| r.version == Some(since));
+    let (mut old_games, mut cached, mut seeds) = match resident.as_deref_mut() {
+        Some(r) if warm => (
+            std::mem::take(&mut r.index),
+            std::mem::take(&mut r.open),
+            std::mem::take(&mut r.seeds),
+        ),
+        _ => {
+            let index = read_game_index(&root, &state)?;
+            let seeds = SeedIndex::of(&index);
+            (index, HashMap::new(), seeds)
+        }
+    };
+    if let Some(r) = resident.as_deref_mut() {
+        // Valid again only once this run commits.
+        r.version = None;
+    }
+    let keep = resident.is_some();
     // Open games that fell silent past the horizon must be closed (never_ended).
     let stale: BTreeSet<String> = old_games
         .values()
@@ -159,6 +251,18 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
         .map(|g| g.game.clone())
         .collect();
     if new_files.is_empty() && stale.is_empty() {
+        if let Some(r) = resident.as_deref_mut() {
+            if !warm {
+                r.known = old_games
+                    .values()
+                    .flat_map(|g| g.players.iter().cloned())
+                    .collect();
+            }
+            r.version = Some(since);
+            r.index = old_games;
+            r.open = cached;
+            r.seeds = seeds;
+        }
         return Ok(ReplayReport {
             elapsed_ms: started.elapsed().as_millis() as u64,
             ..ReplayReport::default()
@@ -167,15 +271,38 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
     // Which games to replay.
     let full = since == 0 && old_games.is_empty();
     let mut touched: BTreeSet<String> = stale;
+    if keep && !warm {
+        // Building the resident state: every open game is replayed once (to the same rows) to hold its lines.
+        touched.extend(
+            old_games
+                .values()
+                .filter(|g| !g.closed)
+                .map(|g| g.game.clone()),
+        );
+    }
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+    // The new lines by game (kept only when warm: they complete the lines held in memory).
+    let mut new_lines: HashMap<String, Vec<String>> = HashMap::new();
+    let columns: &[&str] = if warm {
+        &["game", "commitment", "seed", "raw"]
+    } else {
+        &["game", "commitment", "seed"]
+    };
     for f in &new_files {
         let path = crate::lake::resolve(&root, &f.path);
-        for b in read_file(&path, Some(&["game", "commitment", "seed"]))? {
+        for b in read_file(&path, Some(columns))? {
             let g = b.column(0).as_string::<i32>();
             let c = b.column(1).as_string::<i32>();
             let s = b.column(2).as_string::<i32>();
+            let raw = warm.then(|| b.column(3).as_string::<i32>());
             for i in 0..b.num_rows() {
                 touched.insert(g.value(i).to_string());
+                if let Some(raw) = raw {
+                    new_lines
+                        .entry(g.value(i).to_string())
+                        .or_default()
+                        .push(raw.value(i).to_string());
+                }
                 if !c.is_null(i) || !s.is_null(i) {
                     new_seeds.push((
                         g.value(i).to_string(),
@@ -188,11 +315,9 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
     }
     // Games reusing a seed or commitment of a touched game are replayed with it.
     for (g, c, s) in &new_seeds {
-        for other in old_games.values() {
-            if &other.game != g
-                && ((c.is_some() && other.commitment == *c) || (s.is_some() && other.seed == *s))
-            {
-                touched.insert(other.game.clone());
+        for other in seeds.games(c.as_deref(), s.as_deref()) {
+            if other != g {
+                touched.insert(other.clone());
             }
         }
     }
@@ -207,13 +332,64 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
             (p, f.data_version() > since)
         })
         .collect();
-    let total_rows: u64 = events.iter().map(|f| f.rows).sum();
-    let bar = progress(opts.progress, total_rows);
-    let (replays, events_read, engine_ms) =
-        replay_files(&files, filter, &ctx, opts.threads.max(1), &bar)?;
-    bar.finish_and_clear();
-    let mut replays = replays;
-    seed_reuse(&mut replays, &old_games, &touched);
+    let threads = opts.threads.max(1);
+    let (done, events_read, engine_ms) = if warm {
+        // Games held in memory, and games never seen before, replay from memory; the others
+        // (a closed game with new events, a seed-reuse partner) are read from the lake.
+        let mut jobs = Vec::new();
+        let mut missing = BTreeSet::new();
+        for g in &touched {
+            let new = new_lines.remove(g).unwrap_or_default();
+            match cached.remove(g) {
+                Some(mut lines) => {
+                    lines.extend(new);
+                    jobs.push((g.clone(), lines));
+                }
+                None if !old_games.contains_key(g) => jobs.push((g.clone(), new)),
+                None => {
+                    missing.insert(g.clone());
+                }
+            }
+        }
+        tracing::debug!(
+            from_memory = jobs.len(),
+            from_lake = missing.len(),
+            "resident replay"
+        );
+        let (mut done, mut n, mut ms) = replay_jobs(&ctx, threads, keep, |tx| {
+            let mut n = 0;
+            for job in jobs {
+                n += job.1.len() as u64;
+                tx.send(job).map_err(|_| ReplayError::Worker)?;
+            }
+            Ok(n)
+        })?;
+        if !missing.is_empty() {
+            let hidden = indicatif::ProgressBar::hidden();
+            let (more, n2, ms2) =
+                replay_files(&files, Some(&missing), &ctx, threads, keep, &hidden)?;
+            done.extend(more);
+            n += n2;
+            ms += ms2;
+            done.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        (done, n, ms)
+    } else {
+        let total_rows: u64 = events.iter().map(|f| f.rows).sum();
+        let bar = progress(opts.progress, total_rows);
+        let out = replay_files(&files, filter, &ctx, threads, keep, &bar)?;
+        bar.finish_and_clear();
+        out
+    };
+    let mut replays = Vec::with_capacity(done.len());
+    let mut held: Vec<(String, Vec<String>)> = Vec::new();
+    for (game, r, lines) in done {
+        if let Some(lines) = lines {
+            held.push((game, lines));
+        }
+        replays.push(r);
+    }
+    seed_reuse(&mut replays, &seeds, &touched);
     // Games that were closed before and changed: their rows sit in closed files to rewrite.
     let closed_before: BTreeSet<String> = replays
         .iter()
@@ -244,6 +420,15 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
             report.open_games += 1;
         }
     }
+    // What the resident index learns if the commit lands.
+    let updates: Vec<IndexedGame> = if keep {
+        replays
+            .iter()
+            .filter_map(|r| r.game.as_ref().map(IndexedGame::of))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut txn = writer.begin("replay")?;
     write_outputs(&mut txn, &root, &state, replays, &replayed, &closed_before)?;
     txn.set_stage(
@@ -253,6 +438,28 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
+    if let Some(r) = resident {
+        if !warm {
+            r.known = old_games
+                .values()
+                .flat_map(|g| g.players.iter().cloned())
+                .collect();
+        }
+        for g in updates {
+            if let Some(old) = old_games.get(&g.game) {
+                seeds.remove(old);
+            }
+            seeds.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
+            r.known.extend(g.players.iter().cloned());
+            r.accounts.extend(g.players.iter().cloned());
+            old_games.insert(g.game.clone(), g);
+        }
+        cached.extend(held);
+        r.version = Some(state.version);
+        r.index = old_games;
+        r.open = cached;
+        r.seeds = seeds;
+    }
     Ok(report)
 }
 
@@ -439,24 +646,23 @@ impl Cursor {
     }
 }
 
-/// Reads the events files merged by game and replays the wanted games on `threads` workers.
-pub(crate) fn replay_files(
-    files: &[(PathBuf, bool)],
-    filter: Option<&BTreeSet<String>>,
+/// A replayed game: its id, the replay, and its raw lines when asked to keep those of open games.
+pub(crate) type Replayed = (String, GameReplay, Option<Vec<String>>);
+
+/// Replays the games `feed` sends (game, raw lines) on `threads` workers, sorted by game.
+///
+/// `feed` runs on the calling thread and returns how many events it sent.
+/// With `keep`, the lines of games still open come back with their replay.
+fn replay_jobs(
     ctx: &Context,
     threads: usize,
-    bar: &indicatif::ProgressBar,
-) -> Result<(Vec<GameReplay>, u64, u64), ReplayError> {
-    let mut cursors = Vec::new();
-    for (path, _) in files {
-        if let Some(c) = Cursor::open(path, filter)? {
-            cursors.push(c);
-        }
-    }
+    keep: bool,
+    feed: impl FnOnce(&mpsc::SyncSender<(String, Vec<String>)>) -> Result<u64, ReplayError>,
+) -> Result<(Vec<Replayed>, u64, u64), ReplayError> {
     let (job_tx, job_rx) = mpsc::sync_channel::<(String, Vec<String>)>(threads * 4);
     let job_rx = std::sync::Mutex::new(job_rx);
     std::thread::scope(|scope| {
-        let (res_tx, res_rx) = mpsc::channel::<(GameReplay, u64)>();
+        let (res_tx, res_rx) = mpsc::channel::<(Replayed, u64)>();
         let mut handles = Vec::new();
         for _ in 0..threads {
             let job_rx = &job_rx;
@@ -469,12 +675,15 @@ pub(crate) fn replay_files(
                     };
                     let Ok((game, raws)) = job else { return };
                     let t0 = Instant::now();
+                    let kept = keep.then(|| raws.clone());
                     let lines: Vec<Logged> = raws
                         .into_iter()
                         .filter_map(|r| Logged::parse(r).ok())
                         .collect();
                     let r = replay_game(&game, lines, ctx);
-                    if res_tx.send((r, t0.elapsed().as_micros() as u64)).is_err() {
+                    let kept = kept.filter(|_| r.game.as_ref().is_none_or(|g| !g.closed));
+                    let us = t0.elapsed().as_micros() as u64;
+                    if res_tx.send(((game, r, kept), us)).is_err() {
                         return;
                     }
                 }
@@ -490,6 +699,38 @@ pub(crate) fn replay_files(
             }
             (out, engine_us)
         });
+        let fed = feed(&job_tx);
+        drop(job_tx);
+        let mut joined = Ok(());
+        for h in handles {
+            if h.join().is_err() {
+                joined = Err(ReplayError::Worker);
+            }
+        }
+        let (mut out, engine_us) = collector.join().map_err(|_| ReplayError::Worker)?;
+        let events = fed?;
+        joined?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok((out, events, engine_us / 1000))
+    })
+}
+
+/// Reads the events files merged by game and replays the wanted games on `threads` workers.
+pub(crate) fn replay_files(
+    files: &[(PathBuf, bool)],
+    filter: Option<&BTreeSet<String>>,
+    ctx: &Context,
+    threads: usize,
+    keep: bool,
+    bar: &indicatif::ProgressBar,
+) -> Result<(Vec<Replayed>, u64, u64), ReplayError> {
+    let mut cursors = Vec::new();
+    for (path, _) in files {
+        if let Some(c) = Cursor::open(path, filter)? {
+            cursors.push(c);
+        }
+    }
+    replay_jobs(ctx, threads, keep, |job_tx| {
         let mut events = 0u64;
         let mut heap: BinaryHeap<std::cmp::Reverse<(String, usize)>> = BinaryHeap::new();
         for (i, c) in cursors.iter().enumerate() {
@@ -497,7 +738,6 @@ pub(crate) fn replay_files(
                 heap.push(std::cmp::Reverse((g.to_string(), i)));
             }
         }
-        let mut result = Ok(());
         while let Some(std::cmp::Reverse((game, i))) = heap.pop() {
             // Every cursor positioned on this game contributes its rows.
             let mut sources = vec![i];
@@ -512,86 +752,104 @@ pub(crate) fn replay_files(
             let wanted = filter.is_none_or(|f| f.contains(&game));
             let mut raws = Vec::new();
             for &j in &sources {
-                let step = if wanted {
-                    cursors[j].take(&game, &mut raws)
+                if wanted {
+                    cursors[j].take(&game, &mut raws)?;
                 } else {
-                    cursors[j].skip_game()
-                };
-                if let Err(e) = step {
-                    result = Err(e);
-                    break;
+                    cursors[j].skip_game()?;
                 }
                 if let Some(g) = cursors[j].game() {
                     heap.push(std::cmp::Reverse((g.to_string(), j)));
                 }
             }
-            if result.is_err() {
-                break;
-            }
             if wanted {
                 events += raws.len() as u64;
                 bar.inc(raws.len() as u64);
-                if job_tx.send((game, raws)).is_err() {
-                    result = Err(ReplayError::Worker);
-                    break;
-                }
+                job_tx.send((game, raws)).map_err(|_| ReplayError::Worker)?;
             }
         }
-        drop(job_tx);
-        for h in handles {
-            if h.join().is_err() {
-                result = Err(ReplayError::Worker);
-            }
-        }
-        let (mut out, engine_us) = collector.join().map_err(|_| ReplayError::Worker)?;
-        result?;
-        out.sort_by(|a, b| {
-            a.game
-                .as_ref()
-                .map(|g| &g.game)
-                .cmp(&b.game.as_ref().map(|g| &g.game))
-        });
-        Ok((out, events, engine_us / 1000))
+        Ok(events)
     })
 }
 
-/// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
-pub fn seed_reuse(
-    replays: &mut [GameReplay],
-    old: &BTreeMap<String, IndexedGame>,
-    touched: &BTreeSet<String>,
-) {
-    // Everything known after this run: old games not replayed now, and the replays.
-    let mut known: Vec<(String, Option<String>, Option<String>)> = old
-        .values()
-        .filter(|g| !touched.contains(&g.game))
-        .map(|g| (g.game.clone(), g.commitment.clone(), g.seed.clone()))
-        .collect();
-    for r in replays.iter() {
-        if let Some(g) = &r.game {
-            known.push((g.game.clone(), g.commitment.clone(), g.seed.clone()));
+/// Which games used each commitment and each seed.
+#[derive(Debug, Clone, Default)]
+pub struct SeedIndex {
+    by_commitment: HashMap<String, BTreeSet<String>>,
+    by_seed: HashMap<String, BTreeSet<String>>,
+}
+
+impl SeedIndex {
+    /// The seeds and commitments of every game of `index`.
+    pub fn of(index: &BTreeMap<String, IndexedGame>) -> SeedIndex {
+        let mut s = SeedIndex::default();
+        for g in index.values() {
+            s.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
+        }
+        s
+    }
+
+    fn add(&mut self, game: &str, commitment: Option<&str>, seed: Option<&str>) {
+        for (map, key) in [
+            (&mut self.by_commitment, commitment),
+            (&mut self.by_seed, seed),
+        ] {
+            if let Some(k) = key {
+                map.entry(k.to_string())
+                    .or_default()
+                    .insert(game.to_string());
+            }
         }
     }
-    let mut by_commitment: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut by_seed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (g, c, s) in &known {
-        if let Some(c) = c {
-            by_commitment.entry(c).or_default().push(g);
+
+    fn remove(&mut self, g: &IndexedGame) {
+        for (map, key) in [
+            (&mut self.by_commitment, &g.commitment),
+            (&mut self.by_seed, &g.seed),
+        ] {
+            if let Some(k) = key
+                && let Some(set) = map.get_mut(k)
+            {
+                set.remove(&g.game);
+                if set.is_empty() {
+                    map.remove(k);
+                }
+            }
         }
-        if let Some(s) = s {
-            by_seed.entry(s).or_default().push(g);
+    }
+
+    /// Games that used this commitment or this seed.
+    fn games<'a>(
+        &'a self,
+        commitment: Option<&str>,
+        seed: Option<&str>,
+    ) -> impl Iterator<Item = &'a String> {
+        let c = commitment.and_then(|c| self.by_commitment.get(c));
+        let s = seed.and_then(|s| self.by_seed.get(s));
+        c.into_iter().chain(s).flatten()
+    }
+}
+
+/// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
+///
+/// `seeds` knows the games replayed before; those of `touched` are known by their replays instead.
+pub fn seed_reuse(replays: &mut [GameReplay], seeds: &SeedIndex, touched: &BTreeSet<String>) {
+    // Everything known after this run: old games not replayed now, and the replays.
+    let mut now = SeedIndex::default();
+    for r in replays.iter() {
+        if let Some(g) = &r.game {
+            now.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
         }
     }
     let mut found: Vec<(usize, Finding)> = Vec::new();
     for (idx, r) in replays.iter().enumerate() {
         let Some(g) = &r.game else { continue };
-        let mut partners: BTreeSet<&str> = BTreeSet::new();
-        if let Some(c) = &g.commitment {
-            partners.extend(by_commitment.get(c.as_str()).into_iter().flatten().copied());
-        }
-        if let Some(s) = &g.seed {
-            partners.extend(by_seed.get(s.as_str()).into_iter().flatten().copied());
-        }
+        let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
+        let mut partners: BTreeSet<&str> = seeds
+            .games(c, s)
+            .filter(|o| !touched.contains(*o))
+            .chain(now.games(c, s))
+            .map(String::as_str)
+            .collect();
         partners.remove(g.game.as_str());
         for other in partners {
             let seq = g.reveal_seq.unwrap_or(0);

@@ -169,7 +169,7 @@ pub fn verify_file(path: &Path, only: Option<&str>) -> Result<FileVerdicts, Veri
         .into_iter()
         .map(|(g, lines)| replay_game(&g, lines, &ctx))
         .collect();
-    seed_reuse(&mut replays, &BTreeMap::new(), &BTreeSet::new());
+    seed_reuse(&mut replays, &Default::default(), &BTreeSet::new());
     let verdicts = replays
         .iter()
         .filter(|r| only.is_some() || r.game.as_ref().is_some_and(|g| g.fairness != "n/a"))
@@ -192,17 +192,19 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
         .map(|f| (crate::lake::resolve(&root, &f.path), false))
         .collect();
     let wanted: BTreeSet<String> = [game.to_string()].into();
-    let (mut replays, _, _) = replay_files(
+    let (done, _, _) = replay_files(
         &files,
         Some(&wanted),
         &Context {
             horizon_ms: horizon,
         },
         1,
+        false,
         &indicatif::ProgressBar::hidden(),
     )?;
+    let mut replays: Vec<GameReplay> = done.into_iter().map(|(_, r, _)| r).collect();
     let index = read_game_index(&root, &state)?;
-    seed_reuse(&mut replays, &index, &wanted);
+    seed_reuse(&mut replays, &super::run::SeedIndex::of(&index), &wanted);
     Ok(replays.into_iter().next().filter(|r| r.game.is_some()))
 }
 

@@ -191,7 +191,17 @@ pub fn commit_batch(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, Stre
     Ok(ingest::batch::commit_files(lake, files, &opts, "stream")?)
 }
 
+/// Slices of the accounts: each scoped detection run also refreshes one, so that
+/// every account's features follow the moving window end within this many runs.
+pub const ACCOUNT_SLICES: usize = 32;
+
 /// The derived stages after a commit: replay always, detection when due.
+///
+/// The replay keeps its index and the lines of open games in memory
+/// ([`crate::replay::run::Resident`]), so a pass reads only the new events
+/// files. Detection recomputes the features of the accounts the replays
+/// touched since the last run, plus one slice of all accounts in turn; the
+/// last pass (`force`) recomputes everything, as a batch run would.
 #[derive(Debug)]
 pub struct Derive {
     rules_dir: PathBuf,
@@ -200,6 +210,11 @@ pub struct Derive {
     last_detect: Option<Instant>,
     /// A replay committed since the last detection run.
     detect_due: bool,
+    resident: crate::replay::run::Resident,
+    /// Accounts touched since the last detection run.
+    touched: std::collections::BTreeSet<String>,
+    /// The next slice of accounts to refresh.
+    slice: usize,
 }
 
 impl Derive {
@@ -210,6 +225,9 @@ impl Derive {
             threads,
             last_detect: None,
             detect_due: true,
+            resident: Default::default(),
+            touched: Default::default(),
+            slice: 0,
         }
     }
 
@@ -220,13 +238,15 @@ impl Derive {
         force: bool,
         report: &mut StreamReport,
     ) -> Result<(), StreamError> {
-        let r = crate::replay::run::run(
+        let r = crate::replay::run::run_with(
             lake,
             &crate::replay::run::ReplayOptions {
                 threads: self.threads,
                 progress: false,
             },
+            Some(&mut self.resident),
         )?;
+        self.touched.extend(self.resident.take_accounts());
         if let Some(v) = r.version {
             report.replays += 1;
             report.last_version = Some(v);
@@ -235,6 +255,7 @@ impl Derive {
                 version = v,
                 games = r.games,
                 events = r.events,
+                open_games = self.resident.open_games(),
                 ms = r.elapsed_ms,
                 "stream replay"
             );
@@ -243,7 +264,24 @@ impl Derive {
             .last_detect
             .is_none_or(|t| t.elapsed() >= self.detect_interval);
         if self.detect_due && (due || force) {
-            let d = crate::detect::run(lake, &self.rules_dir, &Default::default())?;
+            // The first run and the last are whole: the features table starts and ends exact.
+            let scope = (!force && self.last_detect.is_some()).then(|| {
+                let mut scope = self.touched.clone();
+                scope.extend(
+                    self.resident
+                        .account_slice(self.slice, ACCOUNT_SLICES)
+                        .cloned(),
+                );
+                scope
+            });
+            let d = crate::detect::run_scoped(
+                lake,
+                &self.rules_dir,
+                &Default::default(),
+                scope.as_ref(),
+            )?;
+            self.slice = (self.slice + 1) % ACCOUNT_SLICES;
+            self.touched.clear();
             self.last_detect = Some(Instant::now());
             self.detect_due = false;
             if let Some(v) = d.version {
@@ -252,6 +290,7 @@ impl Derive {
                 tracing::debug!(
                     version = v,
                     flags = d.flags,
+                    scoped = scope.as_ref().map(|s| s.len()),
                     ms = d.elapsed_ms,
                     "stream detection"
                 );

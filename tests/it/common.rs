@@ -242,3 +242,24 @@ pub const REFUSED_SQL: [&str; 9] = [
     "SELECT count(*) FROM generate_series(1, 1000000000000)",
     "SELECT 1; DROP TABLE events",
 ];
+
+/// A table's rows as sorted text, every column shown (content comparison independent of files).
+pub fn table_rows(lake: &Path, table: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in read_table(lake, table) {
+        for i in 0..b.num_rows() {
+            let row: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| {
+                    arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                        .map(|f| f.value(i).to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            out.push(row.join("|"));
+        }
+    }
+    out.sort();
+    out
+}

@@ -290,3 +290,69 @@ fn every_rule_file_has_a_complete_header() {
         );
     }
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The streaming job recomputes the features of a few accounts: their rows
+/// (and their pairs') are those a full run gives, everyone else's are kept.
+#[test]
+fn scoped_features_equal_a_full_run_for_their_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lake");
+    copy_dir(crate::common::sample_lake(), &path);
+    let lake = Lake::open(&path).unwrap();
+    let full_accounts = crate::common::table_rows(&path, "account_features");
+    let full_pairs = crate::common::table_rows(&path, "pair_features");
+    assert!(full_accounts.len() > 30 && full_pairs.len() > 30);
+    // Accounts of pairs (so pair rows are recomputed too), and one that quit games.
+    let a = crate::common::sql_text(&path, "SELECT DISTINCT a FROM pair_features ORDER BY a");
+    let scope: std::collections::BTreeSet<String> =
+        a.iter().step_by(7).take(6).map(|r| r[0].clone()).collect();
+    assert!(scope.len() >= 3);
+    let r = vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_eq!(r.account_rows as usize, full_accounts.len());
+    assert_eq!(
+        crate::common::table_rows(&path, "account_features"),
+        full_accounts
+    );
+    assert_eq!(
+        crate::common::table_rows(&path, "pair_features"),
+        full_pairs
+    );
+    // The scoped run really recomputed its accounts: empty their rows, and they come back.
+    let sql = format!(
+        "account IN ({})",
+        scope
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let kept = crate::common::sql_first(
+        &path,
+        &format!("SELECT count(*) FROM account_features WHERE NOT ({sql})"),
+    );
+    let emptied: Vec<String> = full_accounts
+        .iter()
+        .filter(|r| !scope.iter().any(|s| r.starts_with(&format!("{s}|"))))
+        .cloned()
+        .collect();
+    assert_eq!(kept.parse::<usize>().unwrap(), emptied.len());
+    let none = std::collections::BTreeSet::new();
+    vigie::features::run_scoped(&lake, Some(&none)).unwrap();
+    assert_eq!(
+        crate::common::table_rows(&path, "account_features"),
+        full_accounts
+    );
+}

@@ -279,7 +279,7 @@ mod lake {
 
     use vigie::ingest::{IngestOptions, ingest_paths};
     use vigie::lake::Lake;
-    use vigie::replay::run::{ReplayOptions, run};
+    use vigie::replay::run::{ReplayOptions, Resident, run, run_with};
 
     use crate::common::*;
 
@@ -308,28 +308,17 @@ mod lake {
         .unwrap()
     }
 
-    /// A table's rows as sorted debug strings (content comparison independent of files).
-    fn rows(lake: &Path, table: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        for b in read_table(lake, table) {
-            for i in 0..b.num_rows() {
-                let row: Vec<String> = b
-                    .columns()
-                    .iter()
-                    .map(|c| {
-                        arrow::util::display::ArrayFormatter::try_new(
-                            c.as_ref(),
-                            &Default::default(),
-                        )
-                        .map(|f| f.value(i).to_string())
-                        .unwrap_or_default()
-                    })
-                    .collect();
-                out.push(row.join("|"));
-            }
+    /// The derived tables of `staged` are those of one replay of the whole sample (into `whole`).
+    fn assert_same_as_one_replay(staged: &Path, whole: &Path) {
+        quiet_ingest(whole, &shared_sample());
+        quiet_replay(whole);
+        for table in ["games", "game_players", "moves", "departures", "findings"] {
+            assert_eq!(
+                table_rows(staged, table),
+                table_rows(whole, table),
+                "table {table} differs"
+            );
         }
-        out.sort();
-        out
     }
 
     #[test]
@@ -339,10 +328,10 @@ mod lake {
         quiet_ingest(&lake, &shared_sample());
         let r = quiet_replay(&lake);
         assert_eq!((r.games, r.events, r.findings), (40, 5010, 0));
-        assert_eq!(rows(&lake, "games").len(), 40);
-        assert_eq!(rows(&lake, "game_players").len(), (40 * 2));
-        assert_eq!(rows(&lake, "moves").len(), 3970);
-        assert!(rows(&lake, "findings").is_empty());
+        assert_eq!(table_rows(&lake, "games").len(), 40);
+        assert_eq!(table_rows(&lake, "game_players").len(), (40 * 2));
+        assert_eq!(table_rows(&lake, "moves").len(), 3970);
+        assert!(table_rows(&lake, "findings").is_empty());
         let again = quiet_replay(&lake);
         assert_eq!((again.games, again.version), (0, None));
     }
@@ -366,18 +355,47 @@ mod lake {
             quiet_ingest(&staged, &growing);
             quiet_replay(&staged);
         }
-        let whole = dir.path().join("whole");
-        quiet_ingest(&whole, &shared_sample());
-        quiet_replay(&whole);
-        for table in ["games", "game_players", "moves", "departures", "findings"] {
-            assert_eq!(
-                rows(&staged, table),
-                rows(&whole, table),
-                "table {table} differs"
-            );
-        }
+        assert_same_as_one_replay(&staged, &dir.path().join("whole"));
         // Only open games' files are rewritten: no open file is left once every game closed.
         let state = Lake::open(&staged).unwrap().state().unwrap();
         assert!(state.files.values().all(|f| !f.open));
+    }
+
+    /// A streaming replay: the lines of open games held in memory between runs.
+    #[test]
+    fn resident_replay_equals_one_replay_of_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(shared_sample()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let staged = dir.path().join("staged");
+        let growing = dir.path().join("server.jsonl");
+        let opts = ReplayOptions {
+            threads: 2,
+            progress: false,
+        };
+        let mut resident = Resident::default();
+        let mut content = String::new();
+        let mut most_open = 0;
+        for (k, part) in lines.chunks(400).enumerate() {
+            for l in part {
+                content.push_str(l);
+                content.push('\n');
+            }
+            std::fs::write(&growing, &content).unwrap();
+            quiet_ingest(&staged, &growing);
+            let l = Lake::open(&staged).unwrap();
+            if k == 6 {
+                // Another process replays in between: the resident state is stale and rebuilt.
+                quiet_replay(&staged);
+            }
+            run_with(&l, &opts, Some(&mut resident)).unwrap();
+            most_open = most_open.max(resident.open_games());
+            assert!(!resident.take_accounts().is_empty() || k == 6);
+        }
+        // Games were open between parts, and none is held once all are closed.
+        assert!(most_open > 0);
+        assert_eq!(resident.open_games(), 0);
+        assert_eq!(resident.indexed_games(), 40);
+        assert_same_as_one_replay(&staged, &dir.path().join("whole"));
     }
 }

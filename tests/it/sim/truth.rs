@@ -11,7 +11,7 @@ use crate::sim::replay_adapter::replay;
 fn server_findings(run: &Run) -> BTreeMap<String, BTreeSet<(i64, String)>> {
     let mut replays: Vec<vigie::replay::GameReplay> =
         run.games().values().map(|g| replay(g).replay).collect();
-    vigie::replay::run::seed_reuse(&mut replays, &BTreeMap::new(), &BTreeSet::new());
+    vigie::replay::run::seed_reuse(&mut replays, &Default::default(), &BTreeSet::new());
     let mut out: BTreeMap<String, BTreeSet<(i64, String)>> = BTreeMap::new();
     for r in &replays {
         for f in &r.findings {
