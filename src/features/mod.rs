@@ -1,9 +1,14 @@
 //! Account and pair features with polars, read straight from the lake's Parquet, written back as `account_features` and `pair_features`.
 //!
 //! Windows end at the lake's horizon (the latest event timestamp) and cover
-//! 1, 7 and 30 days. A batch run recomputes them whole: they are small (one
-//! row per active account or pair and window), and a full recomputation
-//! keeps them exactly reproducible from a snapshot. The streaming job
+//! 1, 7 and 30 days. A window holds the games started in it (and the
+//! departures and findings logged in it). Attempt and think-time features
+//! add up the per-game sums the replay writes in `game_players`
+//! ([`crate::replay::rows::MoveFacts`]), so features read one row per player
+//! and game, never the `moves` table: their cost follows games, not moves.
+//! A batch run recomputes them whole: they are small (one row per active
+//! account or pair and window), and a full recomputation keeps them exactly
+//! reproducible from a snapshot. The streaming job
 //! recomputes only the accounts its replays touched ([`run_scoped`]), and
 //! every account in turn, so a row is never more than a few minutes behind.
 
@@ -192,7 +197,7 @@ pub fn account_table() -> TableDef {
             col_def(
                 "think_cv14",
                 Float64,
-                "Median coefficient of variation over sliding windows of 14 moves.",
+                "Median over games of each game's median coefficient of variation over windows of 14 consecutive moves.",
             ),
             col_def("instant_share", Float64, "Share of moves under 250 ms."),
             col_def(
@@ -313,18 +318,45 @@ fn ms(name: &str) -> Expr {
     col(name).cast(DataType::Int64)
 }
 
-fn cv(e: Expr) -> Expr {
-    e.clone().std(1) / e.mean()
-}
-
 fn count_if(cond: Expr) -> Expr {
     cond.cast(DataType::Int64).sum()
+}
+
+/// `num / den` as a float, null when `den` is 0.
+fn ratio(num: Expr, den: Expr) -> Expr {
+    when(den.clone().gt(lit(0)))
+        .then(num.cast(DataType::Float64) / den.cast(DataType::Float64))
+        .otherwise(lit(NULL).cast(DataType::Float64))
+}
+
+/// Coefficient of variation of every timed move's think time, from the per-game sums.
+fn pooled_cv() -> Expr {
+    let n = col("timed_moves").sum().cast(DataType::Float64);
+    let sum = col("think_sum_ms").sum();
+    let sq = col("think_sq_sum").sum();
+    let mean = sum.clone() / n.clone();
+    let var = (sq - sum.clone() * sum / n.clone()) / (n.clone() - lit(1.0));
+    when(n.gt(lit(1.0)).and(mean.clone().neq(lit(0.0))))
+        .then(var.sqrt() / mean)
+        .otherwise(lit(NULL).cast(DataType::Float64))
+}
+
+/// Distinct tamper causes over the games (bits of `tamper_mask`).
+fn tamper_kinds() -> Expr {
+    (0..=TAMPER_CAUSES.len() as i64)
+        .map(|k| {
+            let bit = (col("tamper_mask").cast(DataType::Float64) / lit((1i64 << k) as f64))
+                .floor()
+                % lit(2.0);
+            count_if(bit.eq(lit(1.0))).gt(lit(0)).cast(DataType::Int64)
+        })
+        .reduce(|a, b| a + b)
+        .unwrap_or_else(|| lit(0i64))
 }
 
 /// Features of one window for every account with activity in it.
 fn account_window(
     players: &LazyFrame,
-    moves: &LazyFrame,
     departures: &LazyFrame,
     findings: Option<&LazyFrame>,
     end: i64,
@@ -372,116 +404,34 @@ fn account_window(
             .cast(DataType::Int64)
             .alias("devices"),
         col("ip").n_unique().cast(DataType::Int64).alias("ips"),
-    ]);
-    // Quick losses: lost with few accepted moves in the whole game.
-    let game_len = moves
-        .clone()
-        .filter(col("accepted"))
-        .group_by([col("game")])
-        .agg([len().cast(DataType::Int64).alias("game_moves")]);
-    let quick = p
-        .clone()
-        .filter(col("outcome").eq(lit("loss")))
-        .join(
-            game_len,
-            [col("game")],
-            [col("game")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .filter(
-            col("game_moves")
-                .fill_null(lit(0))
-                .lt(lit(QUICK_LOSS_PLIES)),
-        )
-        .group_by([col("account")])
-        .agg([len().cast(DataType::Int64).alias("quick_losses")]);
-    let m = moves.clone().filter(in_window("ts"));
-    let tamper_causes = Series::new("causes".into(), TAMPER_CAUSES.to_vec());
-    let tamper = col("cause")
-        .is_in(lit(tamper_causes).implode(false), false)
-        .or(col("cause").eq(lit("out_of_turn")).and(
-            col("since_turn_ms")
-                .fill_null(lit(i64::MAX))
-                .gt(lit(RACE_MS)),
-        ));
-    let attempts = m.clone().group_by([col("player")]).agg([
-        len().cast(DataType::Int64).alias("attempts"),
-        count_if(col("accepted").not()).alias("rejected"),
-        count_if(col("accepted").not().and(tamper.clone())).alias("tamper_attempts"),
-        col("game")
-            .filter(col("accepted").not().and(tamper.clone()))
-            .n_unique()
-            .cast(DataType::Int64)
-            .alias("tamper_games"),
-        col("cause")
-            .filter(col("accepted").not().and(tamper))
-            .n_unique()
-            .cast(DataType::Int64)
-            .alias("tamper_kinds"),
+        // Quick losses: lost with few accepted moves in the whole game.
         count_if(
-            col("cause").eq(lit("out_of_turn")).and(
-                col("since_turn_ms")
-                    .fill_null(lit(i64::MAX))
-                    .lt_eq(lit(RACE_MS)),
-            ),
+            col("outcome")
+                .eq(lit("loss"))
+                .and(col("game_moves").lt(lit(QUICK_LOSS_PLIES))),
         )
-        .alias("races"),
-        count_if(col("server_reason").eq(lit("malformed"))).alias("malformed"),
-        count_if(col("cause").eq(lit("after_end"))).alias("late_attempts"),
-    ]);
-    // Think times: the player's own accepted moves (not automatic, not passes the server records).
-    let own = m
-        .clone()
-        .filter(
-            col("accepted")
-                .and(col("auto").not())
-                .and(col("action").neq(lit("pass"))),
-        )
-        .sort(["game", "seq"], SortMultipleOptions::default());
-    let think = col("think_ms").cast(DataType::Float64);
-    let rolling = RollingOptionsFixedWindow {
-        window_size: 14,
-        min_periods: 14,
-        ..Default::default()
-    };
-    let own = own.with_columns([
-        (think.clone().rolling_std(rolling.clone()) / think.clone().rolling_mean(rolling))
-            .over([col("game"), col("player")])?
-            .alias("cv14"),
-        (think.clone().std(1) / think.clone().mean())
-            .over([col("game"), col("player")])?
-            .alias("cv_game"),
-        (think
-            .clone()
-            .gt_eq(col("limit_ms").cast(DataType::Float64) * lit(0.8)))
-        .alias("slow"),
-    ]);
-    let timing = own.clone().group_by([col("player")]).agg([
-        len().cast(DataType::Int64).alias("moves_timed"),
-        think.clone().mean().alias("think_mean_ms"),
-        cv(think.clone()).alias("think_cv"),
-        col("cv_game").median().alias("think_cv_game"),
-        col("cv14").median().alias("think_cv14"),
-        (count_if(col("think_ms").lt(lit(INSTANT_MS))).cast(DataType::Float64)
-            / len().cast(DataType::Float64))
-        .alias("instant_share"),
-        think
-            .clone()
-            .filter(col("forced").fill_null(lit(false)))
-            .mean()
-            .alias("forced_think_ms"),
-        count_if(col("balance").lt(lit(0.0))).alias("moves_losing"),
-        count_if(col("slow").and(col("balance").lt(lit(0.0)))).alias("slow_moves_losing"),
-        col("slow")
-            .filter(col("balance").lt(lit(0.0)))
-            .cast(DataType::Float64)
-            .mean()
-            .alias("slow_share_losing"),
-        col("slow")
-            .filter(col("balance").fill_null(lit(0.0)).gt_eq(lit(0.0)))
-            .cast(DataType::Float64)
-            .mean()
-            .alias("slow_share_other"),
+        .alias("quick_losses"),
+        // Attempts, from the per-game sums of `game_players`.
+        col("attempts").sum().alias("attempts"),
+        col("rejected").sum().alias("rejected"),
+        col("tamper_attempts").sum().alias("tamper_attempts"),
+        count_if(col("tamper_attempts").gt(lit(0))).alias("tamper_games"),
+        tamper_kinds().alias("tamper_kinds"),
+        col("races").sum().alias("races"),
+        col("malformed").sum().alias("malformed"),
+        col("late_attempts").sum().alias("late_attempts"),
+        // Think times of the player's own accepted moves (not automatic, not passes).
+        col("timed_moves").sum().alias("moves_timed"),
+        ratio(col("think_sum_ms").sum(), col("timed_moves").sum()).alias("think_mean_ms"),
+        pooled_cv().alias("think_cv"),
+        col("think_cv").median().alias("think_cv_game"),
+        col("think_cv14").median().alias("think_cv14"),
+        ratio(col("instant_moves").sum(), col("timed_moves").sum()).alias("instant_share"),
+        ratio(col("forced_think_ms").sum(), col("forced_moves").sum()).alias("forced_think_ms"),
+        col("losing_moves").sum().alias("moves_losing"),
+        col("slow_losing_moves").sum().alias("slow_moves_losing"),
+        ratio(col("slow_losing_moves").sum(), col("losing_moves").sum()).alias("slow_share_losing"),
+        ratio(col("slow_other_moves").sum(), col("other_moves").sum()).alias("slow_share_other"),
     ]);
     let d = departures.clone().filter(in_window("ts"));
     let losing = col("losing").fill_null(lit(false));
@@ -511,31 +461,12 @@ fn account_window(
             .mean()
             .alias("timeout_elapsed_ms"),
     ]);
-    let mut out = games
-        .join(
-            quick,
-            [col("account")],
-            [col("account")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .join(
-            attempts,
-            [col("account")],
-            [col("player")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .join(
-            timing,
-            [col("account")],
-            [col("player")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .join(
-            deps,
-            [col("account")],
-            [col("player")],
-            JoinArgs::new(JoinType::Left),
-        );
+    let mut out = games.join(
+        deps,
+        [col("account")],
+        [col("player")],
+        JoinArgs::new(JoinType::Left),
+    );
     match findings {
         Some(f) => {
             let integrity = f
@@ -571,12 +502,7 @@ fn account_window(
 }
 
 /// Pair features of one window: two-player games between the same accounts.
-fn pair_window(
-    players: &LazyFrame,
-    moves: &LazyFrame,
-    end: i64,
-    days: i64,
-) -> PolarsResult<LazyFrame> {
+fn pair_window(players: &LazyFrame, end: i64, days: i64) -> PolarsResult<LazyFrame> {
     let from = end - days * 86_400_000;
     let window = format!("{days}d");
     let p = players
@@ -587,21 +513,10 @@ fn pair_window(
                 .and(ms("started_at").lt_eq(lit(end))),
         )
         .filter(col("opponent").is_not_null());
-    let game_len = moves
-        .clone()
-        .filter(col("accepted"))
-        .group_by([col("game")])
-        .agg([len().cast(DataType::Int64).alias("game_moves")]);
     // One row per game from a's side (a < b).
     let a_side = p
         .clone()
         .filter(col("account").lt(col("opponent")))
-        .join(
-            game_len,
-            [col("game")],
-            [col("game")],
-            JoinArgs::new(JoinType::Left),
-        )
         .with_columns([
             col("account").alias("a"),
             col("opponent").alias("b"),
@@ -838,15 +753,13 @@ pub fn run_scoped(
         .filter_map(|f| f.max_ts)
         .max()
         .unwrap_or(0);
-    let (Some(players), Some(moves)) =
-        (scan(&snapshot, "game_players")?, scan(&snapshot, "moves")?)
-    else {
+    let Some(players) = scan(&snapshot, "game_players")? else {
         return Ok(FeaturesReport::default());
     };
     // No departure yet (a young lake, a stream's first seconds): an empty table of the right shape.
     let departures = match scan(&snapshot, "departures")? {
         Some(d) => d,
-        None => empty_like(&moves, &crate::replay::rows::DepartureRow::def()),
+        None => empty_like(&players, &crate::replay::rows::DepartureRow::def()),
     };
     let findings = scan(&snapshot, "findings")?;
     let scope: Option<Vec<String>> = scope.map(|s| s.iter().cloned().collect());
@@ -857,20 +770,19 @@ pub fn run_scoped(
             for days in WINDOWS {
                 account_frames.push(account_window(
                     &players,
-                    &moves,
                     &departures,
                     findings.as_ref(),
                     end,
                     days,
                 )?);
-                pair_frames.push(pair_window(&players, &moves, end, days)?);
+                pair_frames.push(pair_window(&players, end, days)?);
             }
         }
         Some(accounts) => {
             let is_in = member_of(accounts);
             // Every input an account's row reads, read once and used by every window: its
-            // game_players rows (its opponents' too, for their shared devices), the moves of its
-            // games, its departures and findings.
+            // game_players rows (its opponents' too, for their shared devices), its departures
+            // and findings.
             let own = players.clone().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
@@ -886,17 +798,6 @@ pub fn run_scoped(
                 .filter(member_of(&linked)("account"))
                 .collect()?
                 .lazy();
-            let games = own
-                .clone()
-                .lazy()
-                .select([col("game")])
-                .unique(None, UniqueKeepStrategy::Any)
-                .collect()?;
-            let games = games.column("game")?.as_materialized_series().clone();
-            let moves = moves
-                .filter(col("game").is_in(lit(games).implode(false), false))
-                .collect()?
-                .lazy();
             let departures = departures.filter(is_in("player")).collect()?.lazy();
             let findings = match findings {
                 Some(f) => Some(f.filter(is_in("account")).collect()?.lazy()),
@@ -905,12 +806,11 @@ pub fn run_scoped(
             let own = own.lazy();
             for days in WINDOWS {
                 account_frames.push(
-                    account_window(&own, &moves, &departures, findings.as_ref(), end, days)?
+                    account_window(&own, &departures, findings.as_ref(), end, days)?
                         .filter(is_in("account")),
                 );
-                pair_frames.push(
-                    pair_window(&linked, &moves, end, days)?.filter(is_in("a").or(is_in("b"))),
-                );
+                pair_frames
+                    .push(pair_window(&linked, end, days)?.filter(is_in("a").or(is_in("b"))));
             }
             // The previous rows of everyone else, as they were.
             account_frames.extend(

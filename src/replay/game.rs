@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use super::finding::{Code, Finding};
-use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
+use super::rows::{DepartureRow, FindingRow, GameRow, MoveFacts, MoveRow, PlayerRow};
 use super::{belote, draughts, fairness, ludo};
 use crate::lake::hex;
 use crate::lake::record::Ts;
@@ -640,12 +640,14 @@ fn build(
         desynced: cx.desynced,
     };
     let two = start.players.len() == 2;
+    let game_moves = cx.moves.iter().filter(|m| m.accepted).count() as i64;
     let players = start
         .players
         .iter()
         .enumerate()
         .map(|(i, p)| {
             let st = cx.stats.get(&p.account).cloned().unwrap_or_default();
+            let f = MoveFacts::of(&cx.moves, &p.account);
             let payout = end.and_then(|(_, e)| {
                 e.payouts
                     .iter()
@@ -693,6 +695,25 @@ fn build(
                 timeouts: st.timeouts,
                 left: st.left,
                 end_reason,
+                game_moves,
+                attempts: f.attempts,
+                tamper_attempts: f.tamper_attempts,
+                tamper_mask: f.tamper_mask,
+                races: f.races,
+                malformed: f.malformed,
+                late_attempts: f.late_attempts,
+                timed_moves: f.timed_moves,
+                think_sum_ms: f.think_sum_ms,
+                think_sq_sum: f.think_sq_sum,
+                instant_moves: f.instant_moves,
+                forced_moves: f.forced_moves,
+                forced_think_ms: f.forced_think_ms,
+                losing_moves: f.losing_moves,
+                slow_losing_moves: f.slow_losing_moves,
+                other_moves: f.other_moves,
+                slow_other_moves: f.slow_other_moves,
+                think_cv: f.think_cv,
+                think_cv14: f.think_cv14,
             }
         })
         .collect();

@@ -158,6 +158,44 @@ row_table! {
         left: bool,
         /// How the game ended for this player: finished, left, timeout, or the logged end reason.
         end_reason: Option<String>,
+        /// Accepted moves in the whole game, every player's (a quick loss has fewer than 12).
+        game_moves: i64,
+        /// Attempts by this player, accepted or rejected (rows of `moves`).
+        attempts: i64,
+        /// Rejected attempts whose cause only a tampered client produces (`features::TAMPER_CAUSES`, or out of turn more than 1 s after the turn changed).
+        tamper_attempts: i64,
+        /// Their causes, as a bit set: bit k for `features::TAMPER_CAUSES[k]`, bit 16 for out of turn.
+        tamper_mask: i64,
+        /// Out-of-turn attempts within 1 s of a turn change (double submits, not tampering).
+        races: i64,
+        /// Attempts the server rejected as malformed.
+        malformed: i64,
+        /// Attempts after the game was decided.
+        late_attempts: i64,
+        /// Timed moves: accepted, played by the player (not the server), not a pass.
+        timed_moves: i64,
+        /// Their think times summed (ms).
+        think_sum_ms: f64,
+        /// Their think times squared and summed (ms squared).
+        think_sq_sum: f64,
+        /// Timed moves under 250 ms.
+        instant_moves: i64,
+        /// Timed moves with a single legal move.
+        forced_moves: i64,
+        /// Think time of those forced moves, summed (ms).
+        forced_think_ms: f64,
+        /// Timed moves made while losing (balance below 0).
+        losing_moves: i64,
+        /// Of those, slow ones (at least 80 % of the clock limit).
+        slow_losing_moves: i64,
+        /// Timed moves made while not losing (balance 0 or more, or unknown).
+        other_moves: i64,
+        /// Of those, slow ones.
+        slow_other_moves: i64,
+        /// Coefficient of variation of the think times of this game (null under 2 timed moves).
+        think_cv: Option<f64>,
+        /// Median, over the windows of 14 consecutive timed moves of this game, of their coefficient of variation (null under 14).
+        think_cv14: Option<f64>,
     }
 }
 
@@ -256,5 +294,200 @@ row_table! {
         decisive: bool,
         /// The winner it gave (account), when decisive.
         beneficiary: Option<String>,
+    }
+}
+
+/// A player's attempts in one game, summed: what the account features need of `moves`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MoveFacts {
+    pub attempts: i64,
+    pub tamper_attempts: i64,
+    pub tamper_mask: i64,
+    pub races: i64,
+    pub malformed: i64,
+    pub late_attempts: i64,
+    pub timed_moves: i64,
+    pub think_sum_ms: f64,
+    pub think_sq_sum: f64,
+    pub instant_moves: i64,
+    pub forced_moves: i64,
+    pub forced_think_ms: f64,
+    pub losing_moves: i64,
+    pub slow_losing_moves: i64,
+    pub other_moves: i64,
+    pub slow_other_moves: i64,
+    pub think_cv: Option<f64>,
+    pub think_cv14: Option<f64>,
+}
+
+/// Standard deviation (n - 1) over mean; `None` under two values or a zero mean.
+fn cv(xs: &[f64]) -> Option<f64> {
+    let n = xs.len() as f64;
+    if xs.len() < 2 {
+        return None;
+    }
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean != 0.0).then(|| var.sqrt() / mean)
+}
+
+/// The median of `xs` (mean of the middle two for an even count).
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    Some(if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    })
+}
+
+impl MoveFacts {
+    /// The facts of `account`'s attempts among `moves` (one game's, in seq order).
+    pub fn of(moves: &[MoveRow], account: &str) -> MoveFacts {
+        use crate::features::{INSTANT_MS, RACE_MS, TAMPER_CAUSES};
+        let mut f = MoveFacts::default();
+        let mut think = Vec::new();
+        for m in moves.iter().filter(|m| m.player == account) {
+            f.attempts += 1;
+            let cause = m.cause.as_deref();
+            let since = m.since_turn_ms.unwrap_or(i64::MAX);
+            let kind = match cause {
+                Some("out_of_turn") if since > RACE_MS => Some(16),
+                Some(c) => TAMPER_CAUSES.iter().position(|t| *t == c),
+                None => None,
+            };
+            if let (false, Some(k)) = (m.accepted, kind) {
+                f.tamper_attempts += 1;
+                f.tamper_mask |= 1 << k;
+            }
+            f.races += i64::from(cause == Some("out_of_turn") && since <= RACE_MS);
+            f.malformed += i64::from(m.server_reason.as_deref() == Some("malformed"));
+            f.late_attempts += i64::from(cause == Some("after_end"));
+            if !m.accepted || m.auto || m.action == "pass" {
+                continue;
+            }
+            let t = m.think_ms as f64;
+            think.push(t);
+            f.timed_moves += 1;
+            f.think_sum_ms += t;
+            f.think_sq_sum += t * t;
+            f.instant_moves += i64::from(m.think_ms < INSTANT_MS);
+            if m.forced == Some(true) {
+                f.forced_moves += 1;
+                f.forced_think_ms += t;
+            }
+            let slow = m.limit_ms.is_some_and(|l| t >= l as f64 * 0.8);
+            if m.balance.is_some_and(|b| b < 0.0) {
+                f.losing_moves += 1;
+                f.slow_losing_moves += i64::from(slow);
+            } else {
+                f.other_moves += 1;
+                f.slow_other_moves += i64::from(slow);
+            }
+        }
+        f.think_cv = cv(&think);
+        f.think_cv14 = median(think.windows(14).filter_map(cv).collect());
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::record::Ts;
+
+    fn attempt(seq: i64, player: &str, think_ms: i64) -> MoveRow {
+        MoveRow {
+            game: "g".into(),
+            seq,
+            ts: Ts(seq * 1000),
+            kind: "draughts10".into(),
+            mode: "standard".into(),
+            ply: seq,
+            player: player.into(),
+            action: "move".into(),
+            text: "32-28".into(),
+            accepted: true,
+            server_reason: None,
+            legal: true,
+            cause: None,
+            auto: false,
+            think_ms,
+            limit_ms: Some(10_000),
+            turn_ms: None,
+            on_turn: true,
+            since_turn_ms: None,
+            legal_count: Some(3),
+            forced: Some(false),
+            capture: None,
+            captured: None,
+            balance: Some(0.0),
+            die: None,
+            deal: None,
+        }
+    }
+
+    #[test]
+    fn move_facts_sum_a_players_attempts() {
+        let mut moves: Vec<MoveRow> = (0..16).map(|i| attempt(i, "a", 1000 + 100 * i)).collect();
+        moves.push(attempt(16, "b", 5));
+        // A forged attempt, a race, a late one, a malformed one, an instant forced move while losing
+        // and a slow one.
+        let mut forged = attempt(17, "a", 800);
+        (forged.accepted, forged.cause) = (false, Some("not_own_piece".into()));
+        let mut race = attempt(18, "a", 800);
+        (race.accepted, race.cause, race.since_turn_ms) =
+            (false, Some("out_of_turn".into()), Some(300));
+        let mut late_turn = attempt(19, "a", 800);
+        (late_turn.accepted, late_turn.cause, late_turn.since_turn_ms) =
+            (false, Some("out_of_turn".into()), Some(5000));
+        let mut malformed = attempt(20, "a", 800);
+        (malformed.accepted, malformed.server_reason) = (false, Some("malformed".into()));
+        let mut instant = attempt(21, "a", 100);
+        (instant.forced, instant.balance) = (Some(true), Some(-2.0));
+        let mut slow = attempt(22, "a", 9000);
+        slow.balance = Some(-1.0);
+        moves.extend([forged, race, late_turn, malformed, instant, slow]);
+        let f = MoveFacts::of(&moves, "a");
+        assert_eq!(f.attempts, 22);
+        assert_eq!((f.tamper_attempts, f.races, f.malformed), (2, 1, 1));
+        // not_own_piece is TAMPER_CAUSES[0]; out of turn is bit 16.
+        assert_eq!(f.tamper_mask, 1 | 1 << 16);
+        assert_eq!(f.timed_moves, 18);
+        assert_eq!(
+            (f.instant_moves, f.forced_moves, f.forced_think_ms),
+            (1, 1, 100.0)
+        );
+        assert_eq!((f.losing_moves, f.slow_losing_moves), (2, 1));
+        assert_eq!((f.other_moves, f.slow_other_moves), (16, 0));
+        let think: Vec<f64> = (0..16)
+            .map(|i| 1000.0 + 100.0 * i as f64)
+            .chain([100.0, 9000.0])
+            .collect();
+        assert_eq!(f.think_sum_ms, think.iter().sum::<f64>());
+        assert!((f.think_cv.unwrap() - cv(&think).unwrap()).abs() < 1e-12);
+        // Five windows of 14: their median is the third.
+        let mut w: Vec<f64> = think.windows(14).filter_map(cv).collect();
+        w.sort_by(f64::total_cmp);
+        assert_eq!(f.think_cv14, Some(w[2]));
+        // Another player's rows are not counted; under 14 moves there is no cv14.
+        let b = MoveFacts::of(&moves, "b");
+        assert_eq!(
+            (b.attempts, b.timed_moves, b.think_cv14, b.think_cv),
+            (1, 1, None, None)
+        );
+    }
+
+    #[test]
+    fn median_and_cv() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+        assert_eq!(cv(&[5.0]), None);
+        assert!((cv(&[1.0, 3.0]).unwrap() - 2f64.sqrt() / 2.0).abs() < 1e-12);
     }
 }

@@ -193,7 +193,7 @@ pub fn commit_batch(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, Stre
 
 /// Slices of the accounts: each scoped detection run also refreshes one, so that
 /// every account's features follow the moving window end within this many runs.
-pub const ACCOUNT_SLICES: usize = 32;
+pub const ACCOUNT_SLICES: usize = 128;
 
 /// The derived stages after a commit: replay always, detection when due.
 ///

@@ -77,7 +77,11 @@ fn pair(a: &str, b: &str, set: Value) -> Value {
 fn player(game: &str, account: &str, device: &str) -> Value {
     json!({"game": game, "account": account, "seat": "white", "position": 0, "ip": "ip-1", "device": device,
            "kind": "draughts10", "mode": "standard", "rated": false, "started_at": "2026-11-20T10:00:00Z",
-           "duration_ms": 1000, "stake": 10, "moves": 10, "rejected": 0, "timeouts": 0, "left": false})
+           "duration_ms": 1000, "stake": 10, "moves": 10, "rejected": 0, "timeouts": 0, "left": false,
+           "game_moves": 20, "attempts": 10, "tamper_attempts": 0, "tamper_mask": 0, "races": 0, "malformed": 0,
+           "late_attempts": 0, "timed_moves": 10, "think_sum_ms": 20000.0, "think_sq_sum": 40000000.0,
+           "instant_moves": 0, "forced_moves": 0, "forced_think_ms": 0.0, "losing_moves": 0,
+           "slow_losing_moves": 0, "other_moves": 10, "slow_other_moves": 0})
 }
 
 /// A crafted lake with, for every rule, one account that must be flagged and one that must not.
