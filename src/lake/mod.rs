@@ -374,7 +374,11 @@ impl<'a> Writer<'a> {
             let fin = self.lake.root.join(&f.path);
             let pending = pending_path(&fin);
             if !fin.exists() && pending.exists() {
-                fs::rename(&pending, &fin).at(&fin)?;
+                // Another writer of this process may be recovering too: it may have won the race.
+                match fs::rename(&pending, &fin) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound && fin.exists() => {}
+                    r => r.at(&fin)?,
+                }
             }
         }
         // 2. Dead writers' leftovers: pending files no commit names.
@@ -409,14 +413,14 @@ impl<'a> Writer<'a> {
                     let fin = path.with_file_name(inner);
                     let rel = self.rel(&fin);
                     if dead.contains(writer) && !state.files.contains_key(&rel) {
-                        fs::remove_file(&path).at(&path)?;
+                        remove_if_present(&path)?;
                     }
                 } else if name.ends_with(".parquet") {
                     let rel = self.rel(&path);
                     if let Some(&removed) = state.tombstones.get(&rel)
                         && now - removed > TOMBSTONE_GRACE_MS
                     {
-                        fs::remove_file(&path).at(&path)?;
+                        remove_if_present(&path)?;
                     }
                 }
             }
@@ -769,9 +773,32 @@ pub fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Deletes a file; one already gone is fine (two writers of one process, the
+/// stream's ingest and replay threads, recover concurrently and race to delete
+/// the same expired tombstone).
+fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r.at(path),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removing_a_file_already_gone_is_fine() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.parquet");
+        std::fs::write(&p, b"x").unwrap();
+        remove_if_present(&p).unwrap();
+        assert!(!p.exists());
+        // The second of two racing recoveries finds it gone.
+        remove_if_present(&p).unwrap();
+        // Other errors still surface: a directory is not a file.
+        assert!(remove_if_present(dir.path()).is_err());
+    }
 
     #[test]
     fn commits_are_atomic_and_versioned() {
