@@ -643,7 +643,6 @@ fn pair_window(players: &LazyFrame, end: i64, days: i64) -> PolarsResult<LazyFra
         ]))
 }
 
-/// Selects the table's columns in order, cast to the declared types.
 /// The polars type of a lake column.
 fn polars_type(ty: &arrow::datatypes::DataType) -> DataType {
     use arrow::datatypes::DataType as A;
@@ -667,6 +666,7 @@ fn empty_like(base: &LazyFrame, def: &TableDef) -> LazyFrame {
     base.clone().select(exprs).limit(0)
 }
 
+/// Selects the table's columns in order, cast to the declared types.
 fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
     let exprs: Vec<Expr> = def
         .columns
@@ -681,29 +681,17 @@ fn conform(lf: LazyFrame, def: &TableDef) -> LazyFrame {
             _ => col(c.name).cast(polars_type(&c.ty)).alias(c.name),
         })
         .collect();
-    let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
-    lf.select(exprs).sort(sort, SortMultipleOptions::default())
+    lf.select(exprs)
 }
 
-/// The frames in the table's shape, one after the other, sorted.
-///
-/// Eagerly, so that each frame's physical types are those of its plan.
+/// The frames in the table's shape, one after the other, sorted by the table's key: one plan,
+/// so scans the windows share are read once.
 fn union(frames: Vec<LazyFrame>, def: &TableDef) -> PolarsResult<DataFrame> {
-    let mut out: Option<DataFrame> = None;
-    for f in frames {
-        let df = conform(f, def).collect()?;
-        match out.as_mut() {
-            None => out = Some(df),
-            Some(o) => {
-                o.vstack_mut(&df)?;
-            }
-        }
-    }
-    let Some(out) = out else {
-        return Err(PolarsError::NoData("no frame".into()));
-    };
+    let frames: Vec<LazyFrame> = frames.into_iter().map(|f| conform(f, def)).collect();
     let sort: Vec<PlSmallStr> = def.sort_by.iter().map(|s| PlSmallStr::from(*s)).collect();
-    out.sort(sort, SortMultipleOptions::default())
+    concat(frames, UnionArgs::default())?
+        .sort(sort, SortMultipleOptions::default())
+        .collect()
 }
 
 /// What a features run did.
@@ -805,10 +793,13 @@ pub fn run_scoped(
             };
             let own = own.lazy();
             for days in WINDOWS {
-                account_frames.push(
-                    account_window(&own, &departures, findings.as_ref(), end, days)?
-                        .filter(is_in("account")),
-                );
+                account_frames.push(account_window(
+                    &own,
+                    &departures,
+                    findings.as_ref(),
+                    end,
+                    days,
+                )?);
                 pair_frames
                     .push(pair_window(&linked, end, days)?.filter(is_in("a").or(is_in("b"))));
             }

@@ -167,6 +167,29 @@ impl Resident {
         self.open.len()
     }
 
+    /// Takes back the state a run worked on, valid at replay checkpoint `version`; `rebuilt`
+    /// when it was read from the lake (the known accounts are then listed from the index; a
+    /// warm run adds the accounts of the games it replayed itself).
+    fn settle(
+        &mut self,
+        version: u64,
+        index: BTreeMap<String, IndexedGame>,
+        open: HashMap<String, Vec<String>>,
+        seeds: SeedIndex,
+        rebuilt: bool,
+    ) {
+        if rebuilt {
+            self.known = index
+                .values()
+                .flat_map(|g| g.players.iter().cloned())
+                .collect();
+        }
+        self.version = Some(version);
+        self.index = index;
+        self.open = open;
+        self.seeds = seeds;
+    }
+
     /// Games in the index.
     pub fn indexed_games(&self) -> usize {
         self.index.len()
@@ -252,16 +275,7 @@ pub fn run_with(
         .collect();
     if new_files.is_empty() && stale.is_empty() {
         if let Some(r) = resident.as_deref_mut() {
-            if !warm {
-                r.known = old_games
-                    .values()
-                    .flat_map(|g| g.players.iter().cloned())
-                    .collect();
-            }
-            r.version = Some(since);
-            r.index = old_games;
-            r.open = cached;
-            r.seeds = seeds;
+            r.settle(since, old_games, cached, seeds, !warm);
         }
         return Ok(ReplayReport {
             elapsed_ms: started.elapsed().as_millis() as u64,
@@ -439,12 +453,6 @@ pub fn run_with(
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
     if let Some(r) = resident {
-        if !warm {
-            r.known = old_games
-                .values()
-                .flat_map(|g| g.players.iter().cloned())
-                .collect();
-        }
         for g in updates {
             if let Some(old) = old_games.get(&g.game) {
                 seeds.remove(old);
@@ -455,10 +463,7 @@ pub fn run_with(
             old_games.insert(g.game.clone(), g);
         }
         cached.extend(held);
-        r.version = Some(state.version);
-        r.index = old_games;
-        r.open = cached;
-        r.seeds = seeds;
+        r.settle(state.version, old_games, cached, seeds, !warm);
     }
     Ok(report)
 }
