@@ -23,16 +23,12 @@ SELECT f.account,
        e.refs, e.first_seen, e.last_seen
 FROM account_features f
 LEFT JOIN (
-    SELECT player AS account,
-           array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
-           min(ts) AS first_seen, max(ts) AS last_seen
-    FROM moves
-    WHERE NOT accepted
-      AND (cause IN ('not_own_piece', 'wrong_direction', 'skipped_capture', 'not_majority', 'no_such_path',
-                     'ambiguous_move', 'no_such_token', 'token_finished', 'wrong_distance', 'not_out_of_yard',
-                     'pass_while_movable', 'did_not_follow_suit', 'did_not_trump', 'did_not_beat_trump',
-                     'card_not_in_hand', 'invalid_bid')
-           OR (cause = 'out_of_turn' AND since_turn_ms > 1000))
-    GROUP BY player
+    -- The replay lists each game's tamper attempts per player (game_players.tamper_refs).
+    SELECT account,
+           flatten(array_agg(tamper_refs ORDER BY tamper_first, game)) AS refs,
+           min(tamper_first) AS first_seen, max(tamper_last) AS last_seen
+    FROM game_players
+    WHERE tamper_attempts > 0
+    GROUP BY account
 ) e ON e.account = f.account
 WHERE f."window" = '30d' AND f.tamper_attempts >= ${min_attempts}

@@ -166,6 +166,12 @@ row_table! {
         tamper_attempts: i64,
         /// Their causes, as a bit set: bit k for `features::TAMPER_CAUSES[k]`, bit 16 for out of turn.
         tamper_mask: i64,
+        /// The tamper attempts as `game:seq`, in seq order: the evidence the `manipulation_attempts` rule shows.
+        tamper_refs: Vec<String>,
+        /// Timestamp of the first tamper attempt.
+        tamper_first: Option<Ts>,
+        /// Timestamp of the last tamper attempt.
+        tamper_last: Option<Ts>,
         /// Out-of-turn attempts within 1 s of a turn change (double submits, not tampering).
         races: i64,
         /// Attempts the server rejected as malformed.
@@ -303,6 +309,10 @@ pub struct MoveFacts {
     pub attempts: i64,
     pub tamper_attempts: i64,
     pub tamper_mask: i64,
+    /// The tamper attempts as `game:seq`, in seq order.
+    pub tamper_refs: Vec<String>,
+    pub tamper_first: Option<Ts>,
+    pub tamper_last: Option<Ts>,
     pub races: i64,
     pub malformed: i64,
     pub late_attempts: i64,
@@ -363,6 +373,9 @@ impl MoveFacts {
             if let (false, Some(k)) = (m.accepted, kind) {
                 f.tamper_attempts += 1;
                 f.tamper_mask |= 1 << k;
+                f.tamper_refs.push(format!("{}:{}", m.game, m.seq));
+                f.tamper_first = f.tamper_first.or(Some(m.ts));
+                f.tamper_last = Some(m.ts);
             }
             f.races += i64::from(cause == Some("out_of_turn") && since <= RACE_MS);
             f.malformed += i64::from(m.server_reason.as_deref() == Some("malformed"));
@@ -457,6 +470,11 @@ mod tests {
         assert_eq!((f.tamper_attempts, f.races, f.malformed), (2, 1, 1));
         // not_own_piece is TAMPER_CAUSES[0]; out of turn is bit 16.
         assert_eq!(f.tamper_mask, 1 | 1 << 16);
+        assert_eq!(f.tamper_refs, ["g:17", "g:19"]);
+        assert_eq!(
+            (f.tamper_first, f.tamper_last),
+            (Some(Ts(17_000)), Some(Ts(19_000)))
+        );
         assert_eq!(f.timed_moves, 18);
         assert_eq!(
             (f.instant_moves, f.forced_moves, f.forced_think_ms),

@@ -81,7 +81,21 @@ fn player(game: &str, account: &str, device: &str) -> Value {
            "game_moves": 20, "attempts": 10, "tamper_attempts": 0, "tamper_mask": 0, "races": 0, "malformed": 0,
            "late_attempts": 0, "timed_moves": 10, "think_sum_ms": 20000.0, "think_sq_sum": 40000000.0,
            "instant_moves": 0, "forced_moves": 0, "forced_think_ms": 0.0, "losing_moves": 0,
-           "slow_losing_moves": 0, "other_moves": 10, "slow_other_moves": 0})
+           "slow_losing_moves": 0, "other_moves": 10, "slow_other_moves": 0, "tamper_refs": []})
+}
+
+/// A game_players row with tamper attempts at `seqs`, the first at `first`.
+fn tampered(game: &str, account: &str, seqs: &[i64], first: &str) -> Value {
+    let mut row = player(game, account, "dv-tamper");
+    row["tamper_attempts"] = json!(seqs.len());
+    row["tamper_refs"] = json!(
+        seqs.iter()
+            .map(|q| format!("{game}:{q}"))
+            .collect::<Vec<_>>()
+    );
+    row["tamper_first"] = json!(first);
+    row["tamper_last"] = json!(first);
+    row
 }
 
 /// A crafted lake with, for every rule, one account that must be flagged and one that must not.
@@ -171,6 +185,9 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         player("g2", "ring-3", "dv-ring"),
         player("g3", "home-1", "dv-home"),
         player("g3", "home-2", "dv-home"),
+        // The tamper evidence the replay lists per game (out of order across games).
+        tampered("g9", "tamper-yes", &[7, 8], "2026-11-21T10:00:00Z"),
+        tampered("g8", "tamper-yes", &[3, 5], "2026-11-20T10:00:00Z"),
     ];
     write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
     // Integrity involvement: twice favoured by server faults / once.
@@ -189,27 +206,29 @@ fn crafted() -> (tempfile::TempDir, Lake) {
 }
 
 fn flags_of(lake: &Lake) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for f in evaluate(lake) {
+        out.entry(f.account.clone())
+            .or_default()
+            .push((f.rule.clone(), f.action.clone()));
+    }
+    out
+}
+
+fn evaluate(lake: &Lake) -> Vec<vigie::detect::FlagRow> {
     let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
     let snapshot = lake.snapshot().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let flags = rt
-        .block_on(vigie::detect::evaluate(
-            &snapshot,
-            &rules,
-            &BTreeMap::new(),
-            0,
-        ))
-        .unwrap();
-    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for f in flags {
-        out.entry(f.account.clone())
-            .or_default()
-            .push((f.rule.clone(), f.action.clone()));
-    }
-    out
+    rt.block_on(vigie::detect::evaluate(
+        &snapshot,
+        &rules,
+        &BTreeMap::new(),
+        0,
+    ))
+    .unwrap()
 }
 
 #[test]
@@ -237,6 +256,13 @@ fn every_rule_flags_its_case_and_not_the_look_alike() {
         assert!(has(yes, rule), "{rule} did not flag {yes}: {flags:?}");
         assert!(!has(no, rule), "{rule} flagged {no}: {flags:?}");
     }
+    // Its evidence: every tamper attempt the replay listed, in time order.
+    let tamper = evaluate(&lake)
+        .into_iter()
+        .find(|f| f.account == "tamper-yes" && f.rule == "manipulation_attempts")
+        .unwrap();
+    assert_eq!(tamper.refs, ["g8:3", "g8:5", "g9:7", "g9:8"]);
+    assert!(tamper.first_seen < tamper.last_seen, "{tamper:?}");
     // Tampering is the one rule that recommends a block.
     assert!(
         flags["tamper-yes"]
