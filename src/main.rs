@@ -1,6 +1,6 @@
 //! The `vigie` command line: one subcommand per pipeline stage, plus the `demo` main job.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -113,8 +113,8 @@ enum Command {
         /// Seconds between two looks at the directory (and so between commits).
         #[arg(long, default_value_t = 1.0)]
         commit_interval: f64,
-        /// Least seconds between two detection runs.
-        #[arg(long, default_value_t = 2.0)]
+        /// Least seconds between the starts of two detection runs.
+        #[arg(long, default_value_t = 1.0)]
         detect_interval: f64,
         /// Detection rules directory.
         #[arg(long, default_value = "queries/detect")]
@@ -197,6 +197,13 @@ enum Command {
         /// Print the run report as JSON on stdout.
         #[arg(long)]
         report_json: bool,
+        /// Benchmark a streaming pass: recompute the features of this many accounts (the next
+        /// ones each run) and run every rule, `--repeat` times, then print the times.
+        #[arg(long, value_name = "ACCOUNTS")]
+        bench_scope: Option<usize>,
+        /// Runs of `--bench-scope`.
+        #[arg(long, default_value_t = 10)]
+        repeat: usize,
     },
     /// Scores the flags against the simulator's ground truth: precision and recall per behaviour.
     Eval {
@@ -300,6 +307,39 @@ fn init_tracing(json: bool) {
     } else {
         builder.with_target(false).init();
     }
+}
+
+/// `vigie detect --bench-scope N`: times scoped detection runs as the streaming job makes them.
+fn bench_detect(lake: &Lake, rules: &Path, n: usize, repeat: usize) -> Result<ExitCode> {
+    vigie::detect::run(lake, rules, &Default::default()).context("running detection")?;
+    let accounts = vigie::features::feature_accounts(lake).context("reading accounts")?;
+    if accounts.is_empty() || n == 0 {
+        anyhow::bail!("no account to scope (is the lake replayed?)");
+    }
+    let mut times = Vec::new();
+    for k in 0..repeat {
+        let scope: std::collections::BTreeSet<String> = (0..n)
+            .map(|i| accounts[(k * n + i) % accounts.len()].clone())
+            .collect();
+        let r = vigie::detect::run_scoped(lake, rules, &Default::default(), Some(&scope), true)
+            .context("running detection")?;
+        tracing::info!(
+            run = k,
+            ms = r.elapsed_ms,
+            flags = r.flags,
+            "scoped detection"
+        );
+        times.push(r.elapsed_ms);
+    }
+    times.sort_unstable();
+    println!(
+        "detect bench: {repeat} runs scoped to {n} of {} accounts: median {} ms, min {} ms, max {} ms",
+        accounts.len(),
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a run's summary line (stdout), or its JSON report (stdout) with the summary on stderr.
@@ -491,9 +531,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lake,
             rules,
             report_json,
+            bench_scope,
+            repeat,
         } => {
             let lake =
                 Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
+            if let Some(n) = bench_scope {
+                return bench_detect(&lake, &rules, n, repeat.max(1));
+            }
             let report = vigie::detect::run(&lake, &rules, &Default::default())
                 .context("running detection")?;
             print_report(report_json, &report, &report.summary_line())?;

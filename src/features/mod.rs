@@ -501,6 +501,24 @@ fn account_window(
     ]))
 }
 
+/// The `game_players` columns [`pair_window`] reads.
+const PAIR_INPUTS: [&str; 14] = [
+    "game",
+    "account",
+    "opponent",
+    "started_at",
+    "rated",
+    "outcome",
+    "net",
+    "stake",
+    "game_moves",
+    "end_reason",
+    "left",
+    "timeouts",
+    "device",
+    "ip",
+];
+
 /// Pair features of one window: two-player games between the same accounts.
 fn pair_window(players: &LazyFrame, end: i64, days: i64) -> PolarsResult<LazyFrame> {
     let from = end - days * 86_400_000;
@@ -708,6 +726,27 @@ pub fn run(lake: &Lake) -> Result<FeaturesReport, FeaturesError> {
     run_scoped(lake, None)
 }
 
+/// The accounts of the committed `account_features` table, sorted.
+pub fn feature_accounts(lake: &Lake) -> Result<Vec<String>, FeaturesError> {
+    let snapshot = lake.snapshot()?;
+    let Some(f) = scan(&snapshot, "account_features")? else {
+        return Ok(Vec::new());
+    };
+    let df = f
+        .select([col("account")])
+        .unique(None, UniqueKeepStrategy::Any)
+        .sort(["account"], SortMultipleOptions::default())
+        .collect()?;
+    Ok(df
+        .column("account")?
+        .as_materialized_series()
+        .str()?
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect())
+}
+
 /// The accounts a scoped run recomputes, as a polars membership test.
 fn member_of(accounts: &[String]) -> impl Fn(&str) -> Expr {
     let set = Series::new("scope".into(), accounts.to_vec());
@@ -771,6 +810,9 @@ pub fn run_scoped(
             // Every input an account's row reads, read once and used by every window: its
             // game_players rows (its opponents' too, for their shared devices), its departures
             // and findings.
+            // Only the largest window's games: older files are skipped by their statistics.
+            let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
+            let players = players.filter(ms("started_at").gt_eq(lit(oldest)));
             let own = players.clone().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
@@ -784,6 +826,7 @@ pub fn run_scoped(
             let linked = players
                 .clone()
                 .filter(member_of(&linked)("account"))
+                .select(PAIR_INPUTS.map(col))
                 .collect()?
                 .lazy();
             let departures = departures.filter(is_in("player")).collect()?.lazy();
@@ -813,8 +856,10 @@ pub fn run_scoped(
             );
         }
     }
+    let read_ms = started.elapsed().as_millis() as u64;
     let accounts = union(account_frames, &account_table())?;
     let pairs = union(pair_frames, &pair_table())?;
+    let computed_ms = started.elapsed().as_millis() as u64;
     let mut txn = writer.begin("features")?;
     for f in snapshot
         .state
@@ -842,6 +887,13 @@ pub fn run_scoped(
             },
         );
     }
+    tracing::debug!(
+        read_ms,
+        computed_ms,
+        written_ms = started.elapsed().as_millis() as u64,
+        scoped = scope.as_ref().map(Vec::len),
+        "features"
+    );
     txn.set_stage(STAGE, serde_json::json!({ "version": snapshot.version(), "window_end_ms": end, "replay": replayed, "scoped": scope.as_ref().map(Vec::len) }));
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);

@@ -777,10 +777,13 @@ pub(crate) fn replay_files(
 }
 
 /// Which games used each commitment and each seed.
+///
+/// Held for every game by the streaming replay, so kept small: nearly every
+/// key has one game, and a `Vec` of one costs a fraction of a set's node.
 #[derive(Debug, Clone, Default)]
 pub struct SeedIndex {
-    by_commitment: HashMap<String, BTreeSet<String>>,
-    by_seed: HashMap<String, BTreeSet<String>>,
+    by_commitment: HashMap<String, Vec<String>>,
+    by_seed: HashMap<String, Vec<String>>,
 }
 
 impl SeedIndex {
@@ -799,9 +802,10 @@ impl SeedIndex {
             (&mut self.by_seed, seed),
         ] {
             if let Some(k) = key {
-                map.entry(k.to_string())
-                    .or_default()
-                    .insert(game.to_string());
+                let games = map.entry(k.to_string()).or_default();
+                if !games.iter().any(|g| g == game) {
+                    games.push(game.to_string());
+                }
             }
         }
     }
@@ -814,7 +818,7 @@ impl SeedIndex {
             if let Some(k) = key
                 && let Some(set) = map.get_mut(k)
             {
-                set.remove(&g.game);
+                set.retain(|other| *other != g.game);
                 if set.is_empty() {
                     map.remove(k);
                 }

@@ -14,14 +14,16 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::StreamError;
-use crate::lake::parquet::{batch_meta, read_file, sort_batch, write_file};
+use crate::lake::parquet::{read_file, write_sorted};
 use crate::lake::tables::{self, TableDef};
 use crate::lake::{FileEntry, Lake};
 
 /// A file is small below this size.
 pub const SMALL_BYTES: u64 = 16 << 20;
-/// A merged file stays below about this size.
-pub const MERGED_BYTES: u64 = 128 << 20;
+/// A merged file stays below about this size. Its inputs are held in memory
+/// while it is written (events decompress to several times their size), so
+/// this bounds the streaming job's peak memory.
+pub const MERGED_BYTES: u64 = 32 << 20;
 
 /// What a compaction did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -102,14 +104,10 @@ pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamErr
             let path = crate::lake::resolve(root, &f.path);
             batches.extend(read_file(&path, None)?);
         }
-        let merged = arrow::compute::concat_batches(&schema, &batches).map_err(err)?;
-        drop(batches);
-        let sorted = sort_batch(&merged, def.sort_by).map_err(err)?;
-        drop(merged);
         let file = txn.new_file(def.name, files[0].partition.as_deref())?;
-        let mut meta = batch_meta(&def, &sorted);
+        let mut meta = write_sorted(&file.pending, &def, schema, &batches)?;
+        drop(batches);
         meta.data_added = files.iter().map(FileEntry::data_version).max();
-        meta.bytes = write_file(&file.pending, &def, schema, &[sorted])?;
         report.rows += meta.rows;
         let expected: u64 = files.iter().map(|f| f.rows).sum();
         if meta.rows != expected {

@@ -61,7 +61,7 @@ pub struct StreamOptions {
     pub commit_interval: Duration,
     /// Detection rules directory.
     pub rules_dir: PathBuf,
-    /// Least time between two detection runs (they recompute every account's features).
+    /// Least time between the starts of two detection runs.
     pub detect_interval: Duration,
     /// Compact a partition once it has this many small files.
     pub compact_min_files: usize,
@@ -77,7 +77,7 @@ impl StreamOptions {
             follow,
             commit_interval: Duration::from_secs(1),
             rules_dir,
-            detect_interval: Duration::from_secs(2),
+            detect_interval: Duration::from_secs(1),
             compact_min_files: 32,
             once: false,
             threads: std::thread::available_parallelism()
@@ -231,6 +231,15 @@ impl Derive {
         }
     }
 
+    /// How long until a detection run waiting for its interval is due (`None`: none waits).
+    pub fn detection_wait(&self) -> Option<Duration> {
+        self.detect_due.then(|| {
+            self.last_detect
+                .map(|t| self.detect_interval.saturating_sub(t.elapsed()))
+                .unwrap_or_default()
+        })
+    }
+
     /// Replays what is new, then runs detection if due (or `force`); counts go to `report`.
     pub fn run(
         &mut self,
@@ -264,6 +273,7 @@ impl Derive {
             .last_detect
             .is_none_or(|t| t.elapsed() >= self.detect_interval);
         if self.detect_due && (due || force) {
+            let started = Instant::now();
             // The first run and the last are whole: the features table starts and ends exact.
             let scope = (!force && self.last_detect.is_some()).then(|| {
                 let mut scope = self.touched.clone();
@@ -279,10 +289,11 @@ impl Derive {
                 &self.rules_dir,
                 &Default::default(),
                 scope.as_ref(),
+                false,
             )?;
             self.slice = (self.slice + 1) % ACCOUNT_SLICES;
             self.touched.clear();
-            self.last_detect = Some(Instant::now());
+            self.last_detect = Some(started);
             self.detect_due = false;
             if let Some(v) = d.version {
                 report.detections += 1;
@@ -421,8 +432,12 @@ fn derive_loop(
     let mut since_compaction = 0u64;
     let mut finish = false;
     while !finish {
-        // Wait for a commit (or a due detection), then take every message waiting.
-        let first = match rx.recv_timeout(opts.detect_interval.max(Duration::from_millis(100))) {
+        // Wait for a commit (or for a waiting detection run to be due), then take every message waiting.
+        let wait = derive
+            .detection_wait()
+            .unwrap_or(opts.detect_interval)
+            .max(Duration::from_millis(20));
+        let first = match rx.recv_timeout(wait) {
             Ok(m) => Some(m),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Wake::Finish),
