@@ -12,6 +12,11 @@ use vigie::ingest::{self, IngestOptions};
 use vigie::lake::Lake;
 use vigie::replay::{self, run::ReplayOptions};
 
+/// jemalloc with background purging: freed memory goes back to the system (docs/performance.md).
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Vigie: anti-cheat and audit analytics for the games platform.
 #[derive(Debug, Parser)]
 #[command(name = "vigie", version, about)]
