@@ -23,9 +23,11 @@ SELECT f.account,
        e.refs, e.first_seen, e.last_seen
 FROM account_features f
 LEFT JOIN (
-    -- The replay lists each game's tamper attempts per player (game_players.tamper_refs).
+    -- The replay lists each game's tamper attempts per player (game_players.tamper_refs). They are
+    -- joined as text (game ids have no spaces): aggregating the lists themselves made DataFusion
+    -- account each value at the size of its whole source buffer, past the 1 GiB pool.
     SELECT account,
-           flatten(array_agg(tamper_refs ORDER BY tamper_first, game)) AS refs,
+           string_to_array(string_agg(array_to_string(tamper_refs, ' '), ' ' ORDER BY tamper_first, game), ' ') AS refs,
            min(tamper_first) AS first_seen, max(tamper_last) AS last_seen
     FROM game_players
     WHERE tamper_attempts > 0
