@@ -100,6 +100,8 @@ pub struct StreamReport {
     pub files_compacted: u64,
     /// Batches abandoned because a file changed while being read (retried at the next look).
     pub retries: u64,
+    /// Detection runs that failed (flags left as they were; tried again after the interval).
+    pub detect_errors: u64,
     pub last_version: Option<u64>,
     pub elapsed_ms: u64,
 }
@@ -107,7 +109,7 @@ pub struct StreamReport {
 impl StreamReport {
     pub fn summary_line(&self) -> String {
         format!(
-            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs, {} compactions ({} files); {} retried; last lake version {}; {:.1} s",
+            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files); {} retried; last lake version {}; {:.1} s",
             self.batches,
             self.commits,
             self.lines_valid + self.lines_quarantined,
@@ -115,6 +117,7 @@ impl StreamReport {
             self.lines_quarantined,
             self.replays,
             self.detections,
+            self.detect_errors,
             self.compactions,
             self.files_compacted,
             self.retries,
@@ -284,13 +287,26 @@ impl Derive {
                 );
                 scope
             });
-            let d = crate::detect::run_scoped(
+            let d = match crate::detect::run_scoped(
                 lake,
                 &self.rules_dir,
                 &Default::default(),
                 scope.as_ref(),
                 false,
-            )?;
+            ) {
+                Ok(d) => d,
+                // A failing rule (a query over its memory limit, a broken rule file) must not stop
+                // ingest and replay: the flags stay as they were, the error is logged and counted,
+                // and the run is tried again after the interval with the same accounts. The last
+                // pass (`force`) reports it as the stream's error.
+                Err(e) if !force => {
+                    tracing::error!(error = %e, "detection failed; flags unchanged, tried again after the interval");
+                    report.detect_errors += 1;
+                    self.last_detect = Some(started);
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            };
             self.slice = (self.slice + 1) % ACCOUNT_SLICES;
             self.touched.clear();
             self.last_detect = Some(started);
@@ -345,6 +361,7 @@ pub fn run(
     };
     report.replays = derived.replays;
     report.detections = derived.detections;
+    report.detect_errors = derived.detect_errors;
     report.compactions = derived.compactions;
     report.files_compacted = derived.files_compacted;
     report.last_version = report.last_version.max(derived.last_version);
@@ -472,4 +489,38 @@ fn derive_loop(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_rule_leaves_the_flags_and_is_retried_until_the_last_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/server-logs/sample.jsonl"
+        );
+        let lake = Lake::open(dir.path().join("lake")).unwrap();
+        commit_batch(&lake, &[PathBuf::from(sample)]).unwrap();
+        // A rule that fails when run (its table does not exist).
+        let rules = dir.path().join("rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        std::fs::write(
+            rules.join("broken.sql"),
+            "-- id: broken\n-- title: Broken\n-- catches: nothing\n-- why: a test\n-- severity: low\n-- action: review\nSELECT account, '30d' AS \"window\", 1.0 AS score FROM no_such_table\n",
+        )
+        .unwrap();
+        let mut derive = Derive::new(rules, Duration::ZERO, 1);
+        let mut report = StreamReport::default();
+        derive.run(&lake, false, &mut report).unwrap();
+        assert_eq!((report.replays, report.detect_errors), (1, 1));
+        assert_eq!(lake.state().unwrap().table_files("flags").count(), 0);
+        // Still due: the next pass tries again, and the last one reports the error.
+        assert_eq!(derive.detection_wait(), Some(Duration::ZERO));
+        derive.run(&lake, false, &mut report).unwrap();
+        assert_eq!(report.detect_errors, 2);
+        assert!(derive.run(&lake, true, &mut report).is_err());
+    }
 }
