@@ -807,12 +807,12 @@ pub fn run_scoped(
         }
         Some(accounts) => {
             let is_in = member_of(accounts);
-            // Every input an account's row reads, read once and used by every window: its
-            // game_players rows (its opponents' too, for their shared devices), its departures
-            // and findings.
             // Only the largest window's games: older files are skipped by their statistics.
             let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
             let players = players.filter(ms("started_at").gt_eq(lit(oldest)));
+            // Every input an account's row reads, read once and used by every window: its
+            // game_players rows (its opponents' too, for their shared devices, with only the
+            // columns pair features read), its departures and findings.
             let own = players.clone().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
