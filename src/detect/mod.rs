@@ -185,11 +185,8 @@ pub fn run_scoped(
     let def = FlagRow::def();
     if !flags.is_empty() {
         let batch = FlagRow::to_batch(&flags)?;
-        let sorted = crate::lake::parquet::sort_batch(&batch, def.sort_by)?;
         let file = txn.new_file(def.name, None)?;
-        let mut meta = crate::lake::parquet::batch_meta(&def, &sorted);
-        meta.bytes =
-            crate::lake::parquet::write_file(&file.pending, &def, def.schema(), &[sorted])?;
+        let meta = crate::lake::parquet::write_sorted(&file.pending, &def, def.schema(), &[batch])?;
         txn.add_file_meta(file, meta);
     }
     txn.set_stage(STAGE, serde_json::json!({ "replay": replayed, "rules": fingerprint, "window_end_ms": window_end }));

@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::finding::{Category, Code, Finding};
 use super::game::{Context, GameReplay, Logged, NEVER_ENDED_AFTER_MS, replay_game};
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
-use crate::lake::parquet::{batch_meta, read_file, sort_batch, write_file};
+use crate::lake::parquet::{read_file, write_sorted};
 use crate::lake::tables::TableDef;
 use crate::lake::{FileEntry, Lake, LakeError, State, Txn};
 
@@ -994,13 +994,9 @@ fn write_outputs(
             continue;
         };
         for ((partition, open), batches) in parts {
-            let schema = table.schema();
-            let merged = arrow::compute::concat_batches(&schema, &batches)?;
-            let sorted = sort_batch(&merged, table.sort_by)?;
             let file = txn.new_file(table.name, Some(&partition))?;
-            let mut meta = batch_meta(table, &sorted);
+            let mut meta = write_sorted(&file.pending, table, table.schema(), &batches)?;
             meta.open = open;
-            meta.bytes = write_file(&file.pending, table, schema, &[sorted])?;
             txn.add_file_meta(file, meta);
         }
     }
