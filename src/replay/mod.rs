@@ -12,6 +12,7 @@ pub mod draughts;
 pub mod fairness;
 pub mod finding;
 pub mod game;
+pub mod index;
 pub mod ludo;
 pub mod rows;
 pub mod run;

@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StringArray};
-use arrow::datatypes::Int64Type;
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::file::statistics::Statistics;
@@ -24,6 +23,7 @@ use serde::Serialize;
 
 use super::finding::{Category, Code, Finding};
 use super::game::{Context, GameReplay, Logged, NEVER_ENDED_AFTER_MS, replay_game};
+use super::index::GameIndex;
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
 use crate::lake::parquet::{read_file, write_sorted};
 use crate::lake::tables::TableDef;
@@ -145,15 +145,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
 pub struct Resident {
     /// The replay checkpoint (lake version) this state reflects; `None` until built.
     version: Option<u64>,
-    index: BTreeMap<String, IndexedGame>,
+    index: GameIndex,
     /// Raw lines of the games still open, by game.
     open: HashMap<String, Vec<String>>,
     /// Accounts of the games replayed since the last [`Resident::take_accounts`].
     accounts: BTreeSet<String>,
     /// Every account of the index.
     known: BTreeSet<String>,
-    /// Seeds and commitments of the index.
-    seeds: SeedIndex,
 }
 
 impl Resident {
@@ -168,26 +166,21 @@ impl Resident {
     }
 
     /// Takes back the state a run worked on, valid at replay checkpoint `version`; `rebuilt`
-    /// when it was read from the lake (the known accounts are then listed from the index; a
+    /// holds every account of the `games` table when the index was read from the lake (a
     /// warm run adds the accounts of the games it replayed itself).
     fn settle(
         &mut self,
         version: u64,
-        index: BTreeMap<String, IndexedGame>,
+        index: GameIndex,
         open: HashMap<String, Vec<String>>,
-        seeds: SeedIndex,
-        rebuilt: bool,
+        rebuilt: Option<BTreeSet<String>>,
     ) {
-        if rebuilt {
-            self.known = index
-                .values()
-                .flat_map(|g| g.players.iter().cloned())
-                .collect();
+        if let Some(known) = rebuilt {
+            self.known = known;
         }
         self.version = Some(version);
         self.index = index;
         self.open = open;
-        self.seeds = seeds;
     }
 
     /// Games in the index.
@@ -204,20 +197,6 @@ impl Resident {
             });
             h % n.max(1) as u64 == k as u64
         })
-    }
-}
-
-impl IndexedGame {
-    fn of(g: &GameRow) -> IndexedGame {
-        IndexedGame {
-            game: g.game.clone(),
-            closed: g.closed,
-            last_ts: g.last_ts.0,
-            commitment: g.commitment.clone(),
-            seed: g.seed.clone(),
-            reveal_seq: g.reveal_seq,
-            players: g.players.clone(),
-        }
     }
 }
 
@@ -250,16 +229,15 @@ pub fn run_with(
         .collect();
     // A warm resident state already knows the index and every open game's lines.
     let warm = resident.as_ref().is_some_and(|r| r.version == Some(since));
-    let (mut old_games, mut cached, mut seeds) = match resident.as_deref_mut() {
+    let (mut old_games, mut cached, mut rebuilt) = match resident.as_deref_mut() {
         Some(r) if warm => (
             std::mem::take(&mut r.index),
             std::mem::take(&mut r.open),
-            std::mem::take(&mut r.seeds),
+            None,
         ),
         _ => {
-            let index = read_game_index(&root, &state)?;
-            let seeds = SeedIndex::of(&index);
-            (index, HashMap::new(), seeds)
+            let (index, accounts) = read_game_index(&root, &state)?;
+            (index, HashMap::new(), Some(accounts))
         }
     };
     if let Some(r) = resident.as_deref_mut() {
@@ -269,13 +247,13 @@ pub fn run_with(
     let keep = resident.is_some();
     // Open games that fell silent past the horizon must be closed (never_ended).
     let stale: BTreeSet<String> = old_games
-        .values()
-        .filter(|g| !g.closed && horizon - g.last_ts > NEVER_ENDED_AFTER_MS)
-        .map(|g| g.game.clone())
+        .iter()
+        .filter(|(_, g)| !g.closed && horizon - g.last_ts > NEVER_ENDED_AFTER_MS)
+        .map(|(g, _)| g.to_string())
         .collect();
     if new_files.is_empty() && stale.is_empty() {
         if let Some(r) = resident.as_deref_mut() {
-            r.settle(since, old_games, cached, seeds, !warm);
+            r.settle(since, old_games, cached, rebuilt);
         }
         return Ok(ReplayReport {
             elapsed_ms: started.elapsed().as_millis() as u64,
@@ -289,9 +267,9 @@ pub fn run_with(
         // Building the resident state: every open game is replayed once (to the same rows) to hold its lines.
         touched.extend(
             old_games
-                .values()
-                .filter(|g| !g.closed)
-                .map(|g| g.game.clone()),
+                .iter()
+                .filter(|(_, g)| !g.closed)
+                .map(|(g, _)| g.to_string()),
         );
     }
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
@@ -329,9 +307,9 @@ pub fn run_with(
     }
     // Games reusing a seed or commitment of a touched game are replayed with it.
     for (g, c, s) in &new_seeds {
-        for other in seeds.games(c.as_deref(), s.as_deref()) {
+        for other in old_games.users(c.as_deref(), s.as_deref()) {
             if other != g {
-                touched.insert(other.clone());
+                touched.insert(other.to_string());
             }
         }
     }
@@ -359,7 +337,7 @@ pub fn run_with(
                     lines.extend(new);
                     jobs.push((g.clone(), lines));
                 }
-                None if !old_games.contains_key(g) => jobs.push((g.clone(), new)),
+                None if !old_games.contains(g) => jobs.push((g.clone(), new)),
                 None => {
                     missing.insert(g.clone());
                 }
@@ -403,7 +381,7 @@ pub fn run_with(
         }
         replays.push(r);
     }
-    seed_reuse(&mut replays, &seeds, &touched);
+    seed_reuse(&mut replays, &old_games, &touched);
     // Games that were closed before and changed: their rows sit in closed files to rewrite.
     let closed_before: BTreeSet<String> = replays
         .iter()
@@ -435,10 +413,28 @@ pub fn run_with(
         }
     }
     // What the resident index learns if the commit lands.
-    let updates: Vec<IndexedGame> = if keep {
+    let updates: Vec<(
+        String,
+        bool,
+        i64,
+        Option<String>,
+        Option<String>,
+        Vec<String>,
+    )> = if keep {
         replays
             .iter()
-            .filter_map(|r| r.game.as_ref().map(IndexedGame::of))
+            .filter_map(|r| r.game.as_ref())
+            .map(|g| {
+                let (c, s) = (g.commitment.clone(), g.seed.clone());
+                (
+                    g.game.clone(),
+                    g.closed,
+                    g.last_ts.0,
+                    c,
+                    s,
+                    g.players.clone(),
+                )
+            })
             .collect()
     } else {
         Vec::new()
@@ -453,17 +449,17 @@ pub fn run_with(
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
     if let Some(r) = resident {
-        for g in updates {
-            if let Some(old) = old_games.get(&g.game) {
-                seeds.remove(old);
-            }
-            seeds.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
-            r.known.extend(g.players.iter().cloned());
-            r.accounts.extend(g.players.iter().cloned());
-            old_games.insert(g.game.clone(), g);
+        if let Some(known) = rebuilt.as_mut() {
+            // The rebuilt account list, completed before `settle` takes it.
+            known.extend(updates.iter().flat_map(|u| u.5.iter().cloned()));
+        }
+        for (game, closed, last_ts, c, s, players) in updates {
+            old_games.insert(&game, closed, last_ts, c.as_deref(), s.as_deref());
+            r.known.extend(players.iter().cloned());
+            r.accounts.extend(players);
         }
         cached.extend(held);
-        r.settle(state.version, old_games, cached, seeds, !warm);
+        r.settle(state.version, old_games, cached, rebuilt);
     }
     Ok(report)
 }
@@ -482,37 +478,18 @@ fn progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// What the `games` table says of a game already replayed.
-#[derive(Debug, Clone)]
-pub struct IndexedGame {
-    pub game: String,
-    pub closed: bool,
-    pub last_ts: i64,
-    pub commitment: Option<String>,
-    pub seed: Option<String>,
-    pub reveal_seq: Option<i64>,
-    pub players: Vec<String>,
-}
-
-/// Reads the `games` table's index columns.
+/// Reads the `games` table's index columns: the index, and every account that played.
 pub fn read_game_index(
     root: &Path,
     state: &State,
-) -> Result<BTreeMap<String, IndexedGame>, ReplayError> {
-    let mut out = BTreeMap::new();
+) -> Result<(GameIndex, BTreeSet<String>), ReplayError> {
+    let mut index = GameIndex::default();
+    let mut accounts = BTreeSet::new();
     for f in state.table_files("games") {
         let path = crate::lake::resolve(root, &f.path);
         for b in read_file(
             &path,
-            Some(&[
-                "game",
-                "closed",
-                "last_ts",
-                "commitment",
-                "seed",
-                "reveal_seq",
-                "players",
-            ]),
+            Some(&["game", "closed", "last_ts", "commitment", "seed", "players"]),
         )? {
             let s = b.schema();
             let col = |n: &str| s.index_of(n).map(|i| b.column(i).clone());
@@ -526,30 +503,28 @@ pub fn read_game_index(
             let com = com.as_string::<i32>();
             let seed = col("seed")?;
             let seed = seed.as_string::<i32>();
-            let rs = col("reveal_seq")?;
-            let rs = rs.as_primitive::<Int64Type>();
             let players = col("players")?;
             let players = players.as_list::<i32>();
             for i in 0..b.num_rows() {
-                let opt = |a: &StringArray| (!a.is_null(i)).then(|| a.value(i).to_string());
+                index.insert(
+                    game.value(i),
+                    closed.value(i),
+                    last.value(i),
+                    (!com.is_null(i)).then(|| com.value(i)),
+                    (!seed.is_null(i)).then(|| seed.value(i)),
+                );
                 let list = players.value(i);
                 let list = list.as_string::<i32>();
-                out.insert(
-                    game.value(i).to_string(),
-                    IndexedGame {
-                        game: game.value(i).to_string(),
-                        closed: closed.value(i),
-                        last_ts: last.value(i),
-                        commitment: opt(com),
-                        seed: opt(seed),
-                        reveal_seq: (!rs.is_null(i)).then(|| rs.value(i)),
-                        players: (0..list.len()).map(|k| list.value(k).to_string()).collect(),
-                    },
-                );
+                for k in 0..list.len() {
+                    if !accounts.contains(list.value(k)) {
+                        accounts.insert(list.value(k).to_string());
+                    }
+                }
             }
         }
     }
-    Ok(out)
+    index.shrink();
+    Ok((index, accounts))
 }
 
 /// One events file read in (game, seq) order, restricted to the wanted games.
@@ -776,77 +751,21 @@ pub(crate) fn replay_files(
     })
 }
 
-/// Which games used each commitment and each seed.
-///
-/// Held for every game by the streaming replay, so kept small: nearly every
-/// key has one game, and a `Vec` of one costs a fraction of a set's node.
-#[derive(Debug, Clone, Default)]
-pub struct SeedIndex {
-    by_commitment: HashMap<String, Vec<String>>,
-    by_seed: HashMap<String, Vec<String>>,
-}
-
-impl SeedIndex {
-    /// The seeds and commitments of every game of `index`.
-    pub fn of(index: &BTreeMap<String, IndexedGame>) -> SeedIndex {
-        let mut s = SeedIndex::default();
-        for g in index.values() {
-            s.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
-        }
-        s
-    }
-
-    fn add(&mut self, game: &str, commitment: Option<&str>, seed: Option<&str>) {
-        for (map, key) in [
-            (&mut self.by_commitment, commitment),
-            (&mut self.by_seed, seed),
-        ] {
-            if let Some(k) = key {
-                let games = map.entry(k.to_string()).or_default();
-                if !games.iter().any(|g| g == game) {
-                    games.push(game.to_string());
-                }
-            }
-        }
-    }
-
-    fn remove(&mut self, g: &IndexedGame) {
-        for (map, key) in [
-            (&mut self.by_commitment, &g.commitment),
-            (&mut self.by_seed, &g.seed),
-        ] {
-            if let Some(k) = key
-                && let Some(set) = map.get_mut(k)
-            {
-                set.retain(|other| *other != g.game);
-                if set.is_empty() {
-                    map.remove(k);
-                }
-            }
-        }
-    }
-
-    /// Games that used this commitment or this seed.
-    fn games<'a>(
-        &'a self,
-        commitment: Option<&str>,
-        seed: Option<&str>,
-    ) -> impl Iterator<Item = &'a String> {
-        let c = commitment.and_then(|c| self.by_commitment.get(c));
-        let s = seed.and_then(|s| self.by_seed.get(s));
-        c.into_iter().chain(s).flatten()
-    }
-}
-
 /// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
 ///
 /// `seeds` knows the games replayed before; those of `touched` are known by their replays instead.
-pub fn seed_reuse(replays: &mut [GameReplay], seeds: &SeedIndex, touched: &BTreeSet<String>) {
+pub fn seed_reuse(replays: &mut [GameReplay], seeds: &GameIndex, touched: &BTreeSet<String>) {
     // Everything known after this run: old games not replayed now, and the replays.
-    let mut now = SeedIndex::default();
+    let mut now = GameIndex::default();
     for r in replays.iter() {
         if let Some(g) = &r.game {
-            now.add(&g.game, g.commitment.as_deref(), g.seed.as_deref());
+            now.insert(
+                &g.game,
+                g.closed,
+                g.last_ts.0,
+                g.commitment.as_deref(),
+                g.seed.as_deref(),
+            );
         }
     }
     let mut found: Vec<(usize, Finding)> = Vec::new();
@@ -854,10 +773,9 @@ pub fn seed_reuse(replays: &mut [GameReplay], seeds: &SeedIndex, touched: &BTree
         let Some(g) = &r.game else { continue };
         let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
         let mut partners: BTreeSet<&str> = seeds
-            .games(c, s)
+            .users(c, s)
             .filter(|o| !touched.contains(*o))
-            .chain(now.games(c, s))
-            .map(String::as_str)
+            .chain(now.users(c, s))
             .collect();
         partners.remove(g.game.as_str());
         for other in partners {
