@@ -227,7 +227,7 @@ mod tests {
         ix.insert("g1", true, 60, None, None);
         ix.insert("g3", true, 60, None, None);
         assert!(users(&ix, Some("c1"), None).is_empty());
-        assert!(ix.by_commitment.get(&digest("c1")).is_none());
+        assert!(!ix.by_commitment.contains_key(&digest("c1")));
         // Re-inserting the same game with the same seed names it once.
         ix.insert("g2", true, 70, Some("c9"), Some("s9"));
         assert_eq!(users(&ix, Some("c9"), None), ["g2"]);

@@ -413,29 +413,8 @@ pub fn run_with(
         }
     }
     // What the resident index learns if the commit lands.
-    let updates: Vec<(
-        String,
-        bool,
-        i64,
-        Option<String>,
-        Option<String>,
-        Vec<String>,
-    )> = if keep {
-        replays
-            .iter()
-            .filter_map(|r| r.game.as_ref())
-            .map(|g| {
-                let (c, s) = (g.commitment.clone(), g.seed.clone());
-                (
-                    g.game.clone(),
-                    g.closed,
-                    g.last_ts.0,
-                    c,
-                    s,
-                    g.players.clone(),
-                )
-            })
-            .collect()
+    let updates: Vec<GameRow> = if keep {
+        replays.iter().filter_map(|r| r.game.clone()).collect()
     } else {
         Vec::new()
     };
@@ -451,12 +430,13 @@ pub fn run_with(
     if let Some(r) = resident {
         if let Some(known) = rebuilt.as_mut() {
             // The rebuilt account list, completed before `settle` takes it.
-            known.extend(updates.iter().flat_map(|u| u.5.iter().cloned()));
+            known.extend(updates.iter().flat_map(|g| g.players.iter().cloned()));
         }
-        for (game, closed, last_ts, c, s, players) in updates {
-            old_games.insert(&game, closed, last_ts, c.as_deref(), s.as_deref());
-            r.known.extend(players.iter().cloned());
-            r.accounts.extend(players);
+        for g in updates {
+            let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
+            old_games.insert(&g.game, g.closed, g.last_ts.0, c, s);
+            r.known.extend(g.players.iter().cloned());
+            r.accounts.extend(g.players);
         }
         cached.extend(held);
         r.settle(state.version, old_games, cached, rebuilt);
