@@ -501,6 +501,14 @@ fn account_window(
     ]))
 }
 
+/// The devices and ips of every two-player game row, as [`pair_window`] reads them.
+fn two_player_hashes(players: &LazyFrame) -> LazyFrame {
+    players
+        .clone()
+        .filter(col("opponent").is_not_null())
+        .select([col("account"), col("device"), col("ip"), col("started_at")])
+}
+
 /// The `game_players` columns [`pair_window`] reads.
 const PAIR_INPUTS: [&str; 14] = [
     "game",
@@ -520,17 +528,27 @@ const PAIR_INPUTS: [&str; 14] = [
 ];
 
 /// Pair features of one window: two-player games between the same accounts.
-fn pair_window(players: &LazyFrame, end: i64, days: i64) -> PolarsResult<LazyFrame> {
+///
+/// `players` gives the games (the [`PAIR_INPUTS`] columns); `hashes` the
+/// devices and ips each account used in two-player games (`account`,
+/// `device`, `ip`, `started_at`: one row per game, or per distinct hash
+/// pair with its latest `started_at`, which selects the same hashes).
+fn pair_window(
+    players: &LazyFrame,
+    hashes: &LazyFrame,
+    end: i64,
+    days: i64,
+) -> PolarsResult<LazyFrame> {
     let from = end - days * 86_400_000;
     let window = format!("{days}d");
+    let in_window = ms("started_at")
+        .gt_eq(lit(from))
+        .and(ms("started_at").lt_eq(lit(end)));
     let p = players
         .clone()
-        .filter(
-            ms("started_at")
-                .gt_eq(lit(from))
-                .and(ms("started_at").lt_eq(lit(end))),
-        )
+        .filter(in_window.clone())
         .filter(col("opponent").is_not_null());
+    let h = hashes.clone().filter(in_window);
     // One row per game from a's side (a < b).
     let a_side = p
         .clone()
@@ -604,7 +622,7 @@ fn pair_window(players: &LazyFrame, end: i64, days: i64) -> PolarsResult<LazyFra
     ]);
     // Shared hashes: devices and ips each account used in the window.
     let used = |what: &str| {
-        p.clone()
+        h.clone()
             .select([col("account"), col(what).alias("hash")])
             .unique(None, UniqueKeepStrategy::Any)
     };
@@ -759,9 +777,11 @@ fn member_of(accounts: &[String]) -> impl Fn(&str) -> Expr {
 ///
 /// A scoped row equals what a full run at the same snapshot gives: every
 /// input of an account's features (its games and their moves, its
-/// departures and findings, the devices of its opponents) is read whole;
-/// only the `moves` of other games, the one large table, are skipped. The
-/// streaming job uses it for the accounts its last replays touched.
+/// departures and findings, the devices and ips its opponents used) is
+/// read whole; other accounts' games are skipped, and of its opponents'
+/// other games only the distinct device and ip pairs are kept, each with
+/// its latest game start. The streaming job uses it for the accounts its
+/// last replays touched.
 pub fn run_scoped(
     lake: &Lake,
     scope: Option<&std::collections::BTreeSet<String>>,
@@ -802,7 +822,8 @@ pub fn run_scoped(
                     end,
                     days,
                 )?);
-                pair_frames.push(pair_window(&players, end, days)?);
+                let hashes = two_player_hashes(&players);
+                pair_frames.push(pair_window(&players, &hashes, end, days)?);
             }
         }
         Some(accounts) => {
@@ -811,8 +832,9 @@ pub fn run_scoped(
             let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
             let players = players.filter(ms("started_at").gt_eq(lit(oldest)));
             // Every input an account's row reads, read once and used by every window: its
-            // game_players rows (its opponents' too, for their shared devices, with only the
-            // columns pair features read), its departures and findings.
+            // game_players rows, the rows of its opponents in its games (with only the columns
+            // pair features read), the devices and ips its opponents used in any two-player
+            // game (one row per distinct hash pair), its departures and findings.
             let own = players.clone().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
@@ -823,10 +845,15 @@ pub fn run_scoped(
                     .flatten()
                     .map(str::to_string),
             );
-            let linked = players
+            let pair_games = players
                 .clone()
-                .filter(member_of(&linked)("account"))
+                .filter(is_in("account").or(is_in("opponent")))
                 .select(PAIR_INPUTS.map(col))
+                .collect()?
+                .lazy();
+            let hashes = two_player_hashes(&players.clone().filter(member_of(&linked)("account")))
+                .group_by([col("account"), col("device"), col("ip")])
+                .agg([col("started_at").max()])
                 .collect()?
                 .lazy();
             let departures = departures.filter(is_in("player")).collect()?.lazy();
@@ -843,8 +870,9 @@ pub fn run_scoped(
                     end,
                     days,
                 )?);
-                pair_frames
-                    .push(pair_window(&linked, end, days)?.filter(is_in("a").or(is_in("b"))));
+                pair_frames.push(
+                    pair_window(&pair_games, &hashes, end, days)?.filter(is_in("a").or(is_in("b"))),
+                );
             }
             // The previous rows of everyone else, as they were.
             account_frames.extend(
