@@ -268,6 +268,8 @@ impl Derive {
                 games = r.games,
                 events = r.events,
                 open_games = self.resident.open_games(),
+                indexed_games = self.resident.indexed_games(),
+                rss_mib = resident_mib(),
                 ms = r.elapsed_ms,
                 "stream replay"
             );
@@ -318,6 +320,7 @@ impl Derive {
                     version = v,
                     flags = d.flags,
                     scoped = scope.as_ref().map(|s| s.len()),
+                    rss_mib = resident_mib(),
                     ms = d.elapsed_ms,
                     "stream detection"
                 );
@@ -325,6 +328,14 @@ impl Derive {
         }
         Ok(())
     }
+}
+
+/// The process's resident memory in MiB (Linux; `None` elsewhere), for the debug log.
+fn resident_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
 }
 
 /// Follows `opts.follow` until `stop` is set (or, with `once`, until caught up).
