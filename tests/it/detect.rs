@@ -347,9 +347,21 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
     assert!(full_accounts.len() > 30 && full_pairs.len() > 30);
     // Accounts of pairs (so pair rows are recomputed too), and one that quit games.
     let a = crate::common::sql_text(&path, "SELECT DISTINCT a FROM pair_features ORDER BY a");
-    let scope: std::collections::BTreeSet<String> =
+    let mut scope: std::collections::BTreeSet<String> =
         a.iter().step_by(7).take(6).map(|r| r[0].clone()).collect();
     assert!(scope.len() >= 3);
+    // And one side of a pair sharing a device and an ip: the other side's hashes are read as
+    // distinct (account, device, ip) rows, which must give the same counts.
+    let shared = crate::common::sql_text(
+        &path,
+        "SELECT a FROM pair_features WHERE shared_devices > 0 AND shared_ips > 0 ORDER BY a, b LIMIT 1",
+    );
+    assert_eq!(
+        shared.len(),
+        1,
+        "the sample has a pair sharing a device and an ip"
+    );
+    scope.insert(shared[0][0].clone());
     let r = vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(r.account_rows as usize, full_accounts.len());
     assert_eq!(
