@@ -40,13 +40,11 @@ enum Users {
 
 impl Users {
     fn iter(&self) -> impl Iterator<Item = &str> {
-        let (one, many) = match self {
-            Users::One(g) => (Some(g), None),
-            Users::Many(v) => (None, Some(v)),
+        let games = match self {
+            Users::One(g) => std::slice::from_ref(g),
+            Users::Many(v) => v.as_slice(),
         };
-        one.into_iter()
-            .chain(many.into_iter().flatten())
-            .map(|g| &**g)
+        games.iter().map(|g| &**g)
     }
 
     fn add(&mut self, game: &str) {

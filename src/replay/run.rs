@@ -229,6 +229,7 @@ pub fn run_with(
         .collect();
     // A warm resident state already knows the index and every open game's lines.
     let warm = resident.as_ref().is_some_and(|r| r.version == Some(since));
+    let keep = resident.is_some();
     let (mut old_games, mut cached, mut rebuilt) = match resident.as_deref_mut() {
         Some(r) if warm => (
             std::mem::take(&mut r.index),
@@ -236,15 +237,15 @@ pub fn run_with(
             None,
         ),
         _ => {
-            let (index, accounts) = read_game_index(&root, &state)?;
-            (index, HashMap::new(), Some(accounts))
+            // A resident state being built also lists the accounts (its `known` set).
+            let (index, accounts) = read_game_index(&root, &state, keep)?;
+            (index, HashMap::new(), accounts)
         }
     };
     if let Some(r) = resident.as_deref_mut() {
         // Valid again only once this run commits.
         r.version = None;
     }
-    let keep = resident.is_some();
     // Open games that fell silent past the horizon must be closed (never_ended).
     let stale: BTreeSet<String> = old_games
         .iter()
@@ -428,14 +429,12 @@ pub fn run_with(
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
     if let Some(r) = resident {
-        if let Some(known) = rebuilt.as_mut() {
-            // The rebuilt account list, completed before `settle` takes it.
-            known.extend(updates.iter().flat_map(|g| g.players.iter().cloned()));
-        }
+        // A rebuilt account list replaces `known` in `settle`: complete that one.
+        let known = rebuilt.as_mut().unwrap_or(&mut r.known);
         for g in updates {
             let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
             old_games.insert(&g.game, g.closed, g.last_ts.0, c, s);
-            r.known.extend(g.players.iter().cloned());
+            known.extend(g.players.iter().cloned());
             r.accounts.extend(g.players);
         }
         cached.extend(held);
@@ -458,19 +457,22 @@ fn progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// Reads the `games` table's index columns: the index, and every account that played.
+/// Reads the `games` table's index columns: the index, and with `accounts` every account that played.
 pub fn read_game_index(
     root: &Path,
     state: &State,
-) -> Result<(GameIndex, BTreeSet<String>), ReplayError> {
+    accounts: bool,
+) -> Result<(GameIndex, Option<BTreeSet<String>>), ReplayError> {
     let mut index = GameIndex::default();
-    let mut accounts = BTreeSet::new();
+    let mut known = accounts.then(BTreeSet::new);
+    let columns: &[&str] = if accounts {
+        &["game", "closed", "last_ts", "commitment", "seed", "players"]
+    } else {
+        &["game", "closed", "last_ts", "commitment", "seed"]
+    };
     for f in state.table_files("games") {
         let path = crate::lake::resolve(root, &f.path);
-        for b in read_file(
-            &path,
-            Some(&["game", "closed", "last_ts", "commitment", "seed", "players"]),
-        )? {
+        for b in read_file(&path, Some(columns))? {
             let s = b.schema();
             let col = |n: &str| s.index_of(n).map(|i| b.column(i).clone());
             let game = col("game")?;
@@ -483,8 +485,10 @@ pub fn read_game_index(
             let com = com.as_string::<i32>();
             let seed = col("seed")?;
             let seed = seed.as_string::<i32>();
-            let players = col("players")?;
-            let players = players.as_list::<i32>();
+            let players = match known {
+                Some(_) => Some(col("players")?),
+                None => None,
+            };
             for i in 0..b.num_rows() {
                 index.insert(
                     game.value(i),
@@ -493,18 +497,20 @@ pub fn read_game_index(
                     (!com.is_null(i)).then(|| com.value(i)),
                     (!seed.is_null(i)).then(|| seed.value(i)),
                 );
-                let list = players.value(i);
-                let list = list.as_string::<i32>();
-                for k in 0..list.len() {
-                    if !accounts.contains(list.value(k)) {
-                        accounts.insert(list.value(k).to_string());
+                if let (Some(known), Some(players)) = (known.as_mut(), players.as_ref()) {
+                    let list = players.as_list::<i32>().value(i);
+                    let list = list.as_string::<i32>();
+                    for k in 0..list.len() {
+                        if !known.contains(list.value(k)) {
+                            known.insert(list.value(k).to_string());
+                        }
                     }
                 }
             }
         }
     }
     index.shrink();
-    Ok((index, accounts))
+    Ok((index, known))
 }
 
 /// One events file read in (game, seq) order, restricted to the wanted games.

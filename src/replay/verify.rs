@@ -203,7 +203,7 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
         &indicatif::ProgressBar::hidden(),
     )?;
     let mut replays: Vec<GameReplay> = done.into_iter().map(|(_, r, _)| r).collect();
-    let (index, _) = read_game_index(&root, &state)?;
+    let (index, _) = read_game_index(&root, &state, false)?;
     seed_reuse(&mut replays, &index, &wanted);
     Ok(replays.into_iter().next().filter(|r| r.game.is_some()))
 }
