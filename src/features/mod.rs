@@ -835,7 +835,12 @@ pub fn run_scoped(
             // game_players rows, the rows of its opponents in its games (with only the columns
             // pair features read), the devices and ips its opponents used in any two-player
             // game (one row per distinct hash pair), its departures and findings.
-            let own = players.clone().filter(is_in("account")).collect()?;
+            // One read of the window for the scoped accounts' games, both sides of each.
+            let games = players
+                .clone()
+                .filter(is_in("account").or(is_in("opponent")))
+                .collect()?;
+            let own = games.clone().lazy().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
                 own.column("opponent")?
@@ -845,12 +850,7 @@ pub fn run_scoped(
                     .flatten()
                     .map(str::to_string),
             );
-            let pair_games = players
-                .clone()
-                .filter(is_in("account").or(is_in("opponent")))
-                .select(PAIR_INPUTS.map(col))
-                .collect()?
-                .lazy();
+            let pair_games = games.lazy().select(PAIR_INPUTS.map(col));
             let hashes = two_player_hashes(&players.clone().filter(member_of(&linked)("account")))
                 .group_by([col("account"), col("device"), col("ip")])
                 .agg([col("started_at").max()])
