@@ -38,8 +38,21 @@ fn err(e: impl std::fmt::Display) -> StreamError {
     StreamError::Compact(e.to_string())
 }
 
+/// Input bytes one streaming compaction commit merges at most (beyond its first group): it
+/// runs on the replay thread, so a backlog (a stream started on a batch-ingested lake of
+/// thousands of small files) is merged a slice at a time instead of stalling the flags.
+pub const PASS_BYTES: u64 = 4 * MERGED_BYTES;
+
 /// Merges, per table and partition, runs of at least `min_files` small files.
-pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamError> {
+///
+/// With `budget`, one commit merges the groups of the newest partitions first and stops
+/// once their input passes `budget` bytes (it always merges one group); the rest waits for
+/// the next call. Without, it merges everything eligible.
+pub fn compact(
+    lake: &Lake,
+    min_files: usize,
+    budget: Option<u64>,
+) -> Result<CompactReport, StreamError> {
     let min_files = min_files.max(2);
     let state = lake.state()?;
     let replayed = state
@@ -104,6 +117,21 @@ pub fn compact(lake: &Lake, min_files: usize) -> Result<CompactReport, StreamErr
     let mut report = CompactReport::default();
     if groups.is_empty() {
         return Ok(report);
+    }
+    if let Some(budget) = budget {
+        // Newest partitions first: they are the ones still read and written.
+        groups.sort_by(|a, b| b.1[0].partition.cmp(&a.1[0].partition));
+        let mut bytes = 0u64;
+        let mut take = 0;
+        for (_, files) in &groups {
+            let size: u64 = files.iter().map(|f| f.bytes).sum();
+            if take > 0 && bytes + size > budget {
+                break;
+            }
+            bytes += size;
+            take += 1;
+        }
+        groups.truncate(take);
     }
     let mut writer = lake.writer()?;
     let mut txn = writer.begin("compact")?;
@@ -173,7 +201,7 @@ mod tests {
         let files_before = before.table_files("events").count();
         assert!(files_before >= 6, "{files_before}");
         // Not yet replayed: events files are not merged.
-        let r = compact(&lake, 3).unwrap();
+        let r = compact(&lake, 3, None).unwrap();
         assert_eq!(r.files_removed, 0);
         crate::replay::run::run(
             &lake,
@@ -183,9 +211,35 @@ mod tests {
             },
         )
         .unwrap();
-        let r = compact(&lake, 3).unwrap();
-        assert!(r.files_removed >= 6, "{r:?}");
+        // A budget of one byte: one group, of the newest partition that has one.
+        let before = lake.state().unwrap();
+        let first = compact(&lake, 3, Some(1)).unwrap();
+        assert_eq!(first.files_written, 1, "{first:?}");
+        let mid = lake.state().unwrap();
+        let merged: Vec<&FileEntry> = before
+            .files
+            .values()
+            .filter(|f| !mid.files.contains_key(&f.path))
+            .collect();
+        assert!(merged.len() >= 2, "{merged:?}");
+        let part = &merged[0].partition;
+        assert!(merged.iter().all(|f| &f.partition == part));
+        // The rest goes in the unbounded pass, none of it newer.
+        let r = compact(&lake, 3, None).unwrap();
+        assert!(r.files_written >= 1, "{r:?}");
+        assert!(first.files_removed + r.files_removed >= 6, "{r:?}");
         let after = lake.state().unwrap();
+        for f in mid
+            .files
+            .values()
+            .filter(|f| !after.files.contains_key(&f.path))
+        {
+            assert!(
+                f.partition <= *part,
+                "{:?} merged after {part:?}",
+                f.partition
+            );
+        }
         assert_eq!(after.table_rows("events"), events_before);
         assert!(after.table_files("events").count() < files_before);
         // Partitions before the newest one are down to one file (or none) per table.

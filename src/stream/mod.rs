@@ -481,7 +481,9 @@ fn derive_loop(
         let pass = derive.run(lake, finish, &mut report).and_then(|()| {
             if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
                 since_compaction = 0;
-                let c = compact::compact(lake, opts.compact_min_files)?;
+                // A bounded slice while following; everything left on the last pass.
+                let budget = (!finish).then_some(compact::PASS_BYTES);
+                let c = compact::compact(lake, opts.compact_min_files, budget)?;
                 if c.files_removed > 0 {
                     report.compactions += 1;
                     report.files_compacted += c.files_removed;
