@@ -513,6 +513,46 @@ pub fn read_game_index(
     Ok((index, known))
 }
 
+/// The row groups of a Parquet file that may hold one of the `wanted` games (all without a
+/// filter): those whose `game` statistics span one of them and whose bloom filter on `game`
+/// (when the file has one) does not rule them all out.
+///
+/// Statistics alone say little: files of different days overlap in key range (game ids are
+/// kind-prefixed), so the bloom filter is what skips the files of other games.
+fn row_groups_of(
+    builder: &ParquetRecordBatchReaderBuilder<File>,
+    filter: Option<&BTreeSet<String>>,
+) -> Vec<usize> {
+    let schema = builder.parquet_schema();
+    let game_idx = (0..schema.num_columns()).find(|&i| schema.column(i).name() == "game");
+    let mut groups = Vec::new();
+    for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
+        let keep = match (filter, game_idx.and_then(|c| rg.column(c).statistics())) {
+            (Some(wanted), Some(Statistics::ByteArray(st))) => match (st.min_opt(), st.max_opt()) {
+                (Some(min), Some(max)) => {
+                    let min = String::from_utf8_lossy(min.data()).into_owned();
+                    let max = String::from_utf8_lossy(max.data()).into_owned();
+                    wanted.range(min..).next().is_some_and(|g| *g <= max)
+                }
+                _ => true,
+            },
+            _ => true,
+        };
+        let keep = keep
+            && match (filter, game_idx) {
+                (Some(wanted), Some(c)) => match builder.get_row_group_column_bloom_filter(i, c) {
+                    Ok(Some(bloom)) => wanted.iter().any(|g| bloom.check(g.as_str())),
+                    _ => true,
+                },
+                _ => true,
+            };
+        if keep {
+            groups.push(i);
+        }
+    }
+    groups
+}
+
 /// One events file read in (game, seq) order, restricted to the wanted games.
 struct Cursor {
     reader: ParquetRecordBatchReader,
@@ -524,40 +564,8 @@ impl Cursor {
     fn open(path: &Path, filter: Option<&BTreeSet<String>>) -> Result<Option<Cursor>, ReplayError> {
         let file = File::open(path).map_err(io(path))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-        let schema = builder.parquet_schema();
-        let game_idx = (0..schema.num_columns()).find(|&i| schema.column(i).name() == "game");
-        let mask = ProjectionMask::columns(schema, ["game", "seq", "raw"]);
-        let mut groups = Vec::new();
-        for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
-            let keep = match (filter, game_idx.and_then(|c| rg.column(c).statistics())) {
-                (Some(wanted), Some(Statistics::ByteArray(st))) => {
-                    match (st.min_opt(), st.max_opt()) {
-                        (Some(min), Some(max)) => {
-                            let min = String::from_utf8_lossy(min.data()).into_owned();
-                            let max = String::from_utf8_lossy(max.data()).into_owned();
-                            wanted.range(min..).next().is_some_and(|g| *g <= max)
-                        }
-                        _ => true,
-                    }
-                }
-                _ => true,
-            };
-            // The bloom filter on `game` skips row groups of other games (older files hold no
-            // event of the games a streaming run touches, though their key ranges overlap).
-            let keep = keep
-                && match (filter, game_idx) {
-                    (Some(wanted), Some(c)) => {
-                        match builder.get_row_group_column_bloom_filter(i, c) {
-                            Ok(Some(bloom)) => wanted.iter().any(|g| bloom.check(g.as_str())),
-                            _ => true,
-                        }
-                    }
-                    _ => true,
-                };
-            if keep {
-                groups.push(i);
-            }
-        }
+        let mask = ProjectionMask::columns(builder.parquet_schema(), ["game", "seq", "raw"]);
+        let groups = row_groups_of(&builder, filter);
         if groups.is_empty() {
             return Ok(None);
         }
@@ -862,6 +870,15 @@ fn write_outputs(
                 continue;
             }
             let path = crate::lake::resolve(root, &f.path);
+            // A closed file is read whole only if it may hold a changed game (its key range
+            // alone spans nearly every game id).
+            if !f.open {
+                let file = File::open(&path).map_err(io(&path))?;
+                let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+                if row_groups_of(&builder, Some(closed_before)).is_empty() {
+                    continue;
+                }
+            }
             let mut kept = Vec::new();
             let mut dropped = false;
             for b in read_file(&path, None)? {

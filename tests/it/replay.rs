@@ -361,6 +361,61 @@ mod lake {
         assert!(state.files.values().all(|f| !f.open));
     }
 
+    /// A line of a game that already ended arrives late: that game's rows are rewritten, in
+    /// the files holding it only, and the derived tables end as one replay of everything.
+    #[test]
+    fn a_late_line_of_a_closed_game_rewrites_only_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(shared_sample()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let game_of = |l: &str| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["game"].as_str().unwrap().to_string()
+        };
+        let late_game = game_of(lines[1000]);
+        let own: Vec<usize> = (0..lines.len())
+            .filter(|&i| game_of(lines[i]) == late_game)
+            .collect();
+        let late = own[own.len() / 2];
+        let staged = dir.path().join("staged");
+        let first = dir.path().join("a.jsonl");
+        let rest: Vec<&str> = (0..lines.len())
+            .filter(|&i| i != late)
+            .map(|i| lines[i])
+            .collect();
+        std::fs::write(&first, rest.join("\n") + "\n").unwrap();
+        quiet_ingest(&staged, &first);
+        let r = quiet_replay(&staged);
+        assert!(r.findings > 0, "the gap is a finding: {r:?}");
+        let before = Lake::open(&staged).unwrap().state().unwrap();
+        assert!(before.files.values().all(|f| !f.open));
+        let second = dir.path().join("b.jsonl");
+        std::fs::write(&second, format!("{}\n", lines[late])).unwrap();
+        quiet_ingest(&staged, &second);
+        let r = quiet_replay(&staged);
+        assert_eq!(r.games, 1, "{r:?}");
+        let after = Lake::open(&staged).unwrap().state().unwrap();
+        let replaced: Vec<_> = before
+            .files
+            .values()
+            .filter(|f| f.table != "events" && !after.files.contains_key(&f.path))
+            .collect();
+        // games, game_players, moves (and findings, which held the gap) of one partition.
+        assert!(replaced.len() >= 3, "{replaced:?}");
+        assert!(
+            replaced
+                .iter()
+                .all(|f| f.partition == replaced[0].partition)
+        );
+        let kept = before
+            .files
+            .values()
+            .filter(|f| f.table == "moves" && after.files.contains_key(&f.path))
+            .count();
+        assert!(kept >= 1, "the other day's moves file stays");
+        assert_same_as_one_replay(&staged, &dir.path().join("whole"));
+    }
+
     /// A streaming replay: the lines of open games held in memory between runs.
     #[test]
     fn resident_replay_equals_one_replay_of_everything() {
