@@ -7,7 +7,7 @@
 //! LAKE/quarantine/date=2026-11-29/part-….parquet
 //! LAKE/_vigie/log/00000000000000000042.json                 commit 42 (a delta)
 //! LAKE/_vigie/log/00000000000000000032.checkpoint.json      the whole state at 32
-//! LAKE/_vigie/writers/<writer>.lock                         held (flock) while a writer lives
+//! LAKE/_vigie/writers/<writer>.lock                         held (flock) while a writer lives (published locked)
 //! ```
 //!
 //! Protocol. A writer writes each data file under a hidden name
@@ -42,6 +42,9 @@ pub use manifest::{Commit, FileEntry, FileMeta, SourceState, State};
 pub const CHECKPOINT_EVERY: u64 = 32;
 /// Removed files stay on disk this long for readers of older snapshots.
 pub const TOMBSTONE_GRACE_MS: i64 = 10 * 60 * 1000;
+
+/// Age past which an unpublished writer lock (`.<id>.lock.new`) is a dead writer's.
+const STALE_NEW_LOCK: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Errors of the lake layer.
 #[derive(Debug, thiserror::Error)]
@@ -302,13 +305,19 @@ impl Lake {
     pub fn writer(&self) -> Result<Writer<'_>> {
         let id = random_id();
         let lock_path = self.root.join(format!("_vigie/writers/{id}.lock"));
+        // The lock file appears under its name already locked: created and locked under a
+        // hidden name, then renamed. A lock file seen unlocked is therefore a dead writer's,
+        // never one being born (another writer's recovery would take it for dead, remove
+        // it, and later delete this writer's temporary commit files mid-commit).
+        let new_path = self.root.join(format!("_vigie/writers/.{id}.lock.new"));
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
-        lock.lock().at(&lock_path)?;
+            .open(&new_path)
+            .at(&new_path)?;
+        lock.lock().at(&new_path)?;
+        fs::rename(&new_path, &lock_path).at(&lock_path)?;
         let w = Writer {
             lake: self,
             id,
@@ -392,6 +401,17 @@ impl<'a> Writer<'a> {
                 && writer_dead(&entry.path())
             {
                 dead.insert(id.to_string());
+            } else if name.ends_with(".lock.new")
+                && entry
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_NEW_LOCK)
+            {
+                // A writer killed between creating its lock and publishing it (a live one
+                // publishes within microseconds).
+                let _ = fs::remove_file(entry.path());
             }
         }
         let now = now_ms();
@@ -840,6 +860,33 @@ mod tests {
         assert!(pending.exists());
         let _w2 = lake.writer().unwrap();
         assert!(!pending.exists());
+    }
+
+    #[test]
+    fn a_lock_file_is_published_held_and_unpublished_ones_go_when_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let writers = dir.path().join("_vigie/writers");
+        let fresh = writers.join(".aaaa.lock.new");
+        let stale = writers.join(".bbbb.lock.new");
+        fs::write(&fresh, b"").unwrap();
+        fs::write(&stale, b"").unwrap();
+        let old = SystemTime::now() - std::time::Duration::from_secs(120);
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let w = lake.writer().unwrap();
+        assert!(fresh.exists(), "a writer may be publishing it");
+        assert!(!stale.exists());
+        // Its own lock is under its final name, held; nothing else of it is left.
+        let own = writers.join(format!("{}.lock", w.id()));
+        assert!(own.exists() && !writer_dead(&own));
+        assert!(!writers.join(format!(".{}.lock.new", w.id())).exists());
+        drop(w);
+        assert!(!own.exists());
     }
 
     #[test]
