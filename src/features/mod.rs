@@ -856,9 +856,20 @@ pub fn run_scoped(
                 .agg([col("started_at").max()])
                 .collect()?
                 .lazy();
-            let departures = departures.filter(is_in("player")).collect()?.lazy();
+            // Only the window's departures and findings: the windows filter on the same
+            // times, and what is older (the lake's whole history) would be read for nothing.
+            let departures = departures
+                .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
+                .collect()?
+                .lazy();
             let findings = match findings {
-                Some(f) => Some(f.filter(is_in("account")).collect()?.lazy()),
+                Some(f) => Some(
+                    f.filter(
+                        is_in("account").and(ms("ts").gt_eq(lit(oldest)).or(col("ts").is_null())),
+                    )
+                    .collect()?
+                    .lazy(),
+                ),
                 None => None,
             };
             let own = own.lazy();
