@@ -15,5 +15,7 @@ SELECT f.account, '30d' AS "window", CAST(count(*) AS DOUBLE) AS score,
        ${min_findings} AS min__integrity_findings
 FROM findings f
 WHERE f.category = 'integrity' AND f.account IS NOT NULL
+  -- The 30-day window of the features (findings without a time count, as there).
+  AND (f.ts IS NULL OR f.ts >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days')
 GROUP BY f.account
 HAVING count(*) >= ${min_findings}

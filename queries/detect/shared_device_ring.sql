@@ -9,13 +9,18 @@
 -- action: review
 -- param min_ring = 3 : accounts on the device
 -- param min_games = 2 : games between two accounts of the ring
-WITH devices AS (
+-- The 30-day window of the features: the games started in it.
+WITH recent AS (
+    SELECT account, device FROM game_players
+    WHERE started_at >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
+),
+devices AS (
     SELECT device, count(DISTINCT account) AS accounts
-    FROM game_players GROUP BY device
+    FROM recent GROUP BY device
 ),
 members AS (
     SELECT DISTINCT p.account, p.device, d.accounts
-    FROM game_players p JOIN devices d ON d.device = p.device
+    FROM recent p JOIN devices d ON d.device = p.device
     WHERE d.accounts >= ${min_ring}
 ),
 pairs AS (

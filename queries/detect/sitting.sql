@@ -19,6 +19,7 @@ LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'timeout' AND losing AND decisive
+      AND ts >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
     GROUP BY player
 ) e ON e.account = f.account
 WHERE f."window" = '30d'

@@ -177,9 +177,11 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         pair("ring-1", "ring-2", json!({"games": 5, "shared_devices": 1})),
         pair("ring-2", "ring-3", json!({"games": 4, "shared_devices": 1})),
         pair("home-1", "home-2", json!({"games": 5, "shared_devices": 1})),
+        // A third account on the device, but only before the 30-day window: a household again.
+        pair("old-1", "old-2", json!({"games": 5, "shared_devices": 1})),
     ];
     write_table(&lake, &vigie::features::pair_table(), &pairs);
-    let players = vec![
+    let mut players = vec![
         player("g1", "ring-1", "dv-ring"),
         player("g1", "ring-2", "dv-ring"),
         player("g2", "ring-3", "dv-ring"),
@@ -188,7 +190,18 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         // The tamper evidence the replay lists per game (out of order across games).
         tampered("g9", "tamper-yes", &[7, 8], "2026-11-21T10:00:00Z"),
         tampered("g8", "tamper-yes", &[3, 5], "2026-11-20T10:00:00Z"),
+        player("g4", "old-1", "dv-old"),
+        player("g4", "old-2", "dv-old"),
     ];
+    // Before the window (it starts 2026-10-28, 30 days before window_end): not evidence.
+    let mut stale = vec![
+        tampered("g0", "tamper-yes", &[1], "2026-10-01T10:00:00Z"),
+        player("g00", "old-3", "dv-old"),
+    ];
+    for row in &mut stale {
+        row["started_at"] = json!("2026-10-01T10:00:00Z");
+    }
+    players.extend(stale);
     write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
     // Integrity involvement: twice favoured by server faults / once.
     let finding = |game: &str, seq: i64, account: &str| {
@@ -196,10 +209,18 @@ fn crafted() -> (tempfile::TempDir, Lake) {
                "account": account, "code": "accepted_illegal", "category": "integrity", "severity": "critical",
                "message": "crafted"})
     };
+    let old_finding = |game: &str, seq: i64, account: &str| {
+        let mut f = finding(game, seq, account);
+        f["ts"] = json!("2026-10-01T10:00:00Z");
+        f
+    };
     let findings = vec![
         finding("g5", 3, "lucky-yes"),
         finding("g6", 9, "lucky-yes"),
         finding("g7", 4, "lucky-no"),
+        // Twice, but before the window.
+        old_finding("g01", 2, "stale-no"),
+        old_finding("g02", 6, "stale-no"),
     ];
     write_table(&lake, &vigie::replay::rows::FindingRow::def(), &findings);
     (dir, lake)
@@ -251,12 +272,14 @@ fn every_rule_flags_its_case_and_not_the_look_alike() {
         ("win_trading", "trade-a", "rival-a"),
         ("win_trading", "trade-b", "rival-b"),
         ("shared_device_ring", "ring-2", "home-1"),
+        ("shared_device_ring", "ring-2", "old-1"),
         ("integrity_involvement", "lucky-yes", "lucky-no"),
+        ("integrity_involvement", "lucky-yes", "stale-no"),
     ] {
         assert!(has(yes, rule), "{rule} did not flag {yes}: {flags:?}");
         assert!(!has(no, rule), "{rule} flagged {no}: {flags:?}");
     }
-    // Its evidence: every tamper attempt the replay listed, in time order.
+    // Its evidence: every tamper attempt the replay listed in the window, in time order.
     let tamper = evaluate(&lake)
         .into_iter()
         .find(|f| f.account == "tamper-yes" && f.rule == "manipulation_attempts")
