@@ -553,6 +553,11 @@ fn row_groups_of(
     groups
 }
 
+/// Rows a cursor decodes at a time. A full replay keeps a cursor open on every events file
+/// (a month batch-ingested is 1,846 files, their key ranges overlapping), so this, times the
+/// files, is the decoded lines held at once.
+const CURSOR_BATCH_ROWS: usize = 1024;
+
 /// One events file read in (game, seq) order, restricted to the wanted games.
 struct Cursor {
     reader: ParquetRecordBatchReader,
@@ -572,7 +577,7 @@ impl Cursor {
         let reader = builder
             .with_projection(mask)
             .with_row_groups(groups)
-            .with_batch_size(8192)
+            .with_batch_size(CURSOR_BATCH_ROWS)
             .build()?;
         let mut c = Cursor {
             reader,
