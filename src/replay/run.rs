@@ -485,10 +485,7 @@ pub fn read_game_index(
             let com = com.as_string::<i32>();
             let seed = col("seed")?;
             let seed = seed.as_string::<i32>();
-            let players = match known {
-                Some(_) => Some(col("players")?),
-                None => None,
-            };
+            let players = known.as_ref().map(|_| col("players")).transpose()?;
             for i in 0..b.num_rows() {
                 index.insert(
                     game.value(i),
