@@ -1,11 +1,20 @@
 //! The replay's index of the games it has replayed: open or closed, last event time, and which games used each seed and commitment.
 //!
-//! The stream holds it for every game the lake has ever seen, so it is kept
-//! small: a game costs its name, a few fixed-size fields and two 16-byte
-//! digests (the first half of the SHA-256 of the seed and of the
-//! commitment as logged) instead of the two 64-character texts. Two
-//! different texts share a digest with probability 2^-128 per pair, which
-//! is the only way a false `seed_reused` finding could come from it.
+//! A batch run reads it whole from the `games` table. The stream keeps it
+//! between runs and lets closed games go once they are older than a
+//! retention period ([`GameIndex::evict`]); the index is then *partial*, and
+//! a run first recalls from the lake the old games it needs
+//! ([`super::recall`]). What stays is kept small: a game costs its name, a
+//! few fixed-size fields and two 16-byte digests (the first half of the
+//! SHA-256 of the seed and of the commitment as logged) instead of the two
+//! 64-character texts. Two different texts share a digest with probability
+//! 2^-128 per pair, which is the only way a false `seed_reused` finding
+//! could come from it.
+//!
+//! Invariant: for every digest of a game it holds, the index lists every
+//! game of the lake that used it. Eviction keeps a digest's list while one
+//! of its games is still held, and recall looks up the digests of the games
+//! it puts back.
 
 use std::collections::HashMap;
 
@@ -85,6 +94,8 @@ pub struct GameIndex {
     games: HashMap<Box<str>, Slot>,
     by_commitment: HashMap<Digest, Users>,
     by_seed: HashMap<Digest, Users>,
+    /// Games were evicted: a game not held may still be in the lake.
+    partial: bool,
 }
 
 impl GameIndex {
@@ -124,14 +135,26 @@ impl GameIndex {
             commitment: commitment.map(digest),
             seed: seed.map(digest),
         };
-        if let Some(old) = self.games.get(game).copied() {
-            self.forget_keys(game, old);
-        }
-        for (map, key) in [
-            (&mut self.by_commitment, slot.commitment),
-            (&mut self.by_seed, slot.seed),
+        let old = self.games.get(game).copied();
+        for (map, before, now) in [
+            (
+                &mut self.by_commitment,
+                old.and_then(|o| o.commitment),
+                slot.commitment,
+            ),
+            (&mut self.by_seed, old.and_then(|o| o.seed), slot.seed),
         ] {
-            if let Some(k) = key {
+            if before != now
+                && let Some(k) = before
+                && let Some(users) = map.get_mut(&k)
+            {
+                // Gone when no other game uses it, or none that is held (evicted games are
+                // listed only for the held games that share their digest).
+                if !users.remove(game) || users.iter().all(|g| !self.games.contains_key(g)) {
+                    map.remove(&k);
+                }
+            }
+            if let Some(k) = now {
                 match map.get_mut(&k) {
                     Some(users) => users.add(game),
                     None => {
@@ -148,20 +171,6 @@ impl GameIndex {
         }
     }
 
-    fn forget_keys(&mut self, game: &str, old: Slot) {
-        for (map, key) in [
-            (&mut self.by_commitment, old.commitment),
-            (&mut self.by_seed, old.seed),
-        ] {
-            if let Some(k) = key
-                && let Some(users) = map.get_mut(&k)
-                && !users.remove(game)
-            {
-                map.remove(&k);
-            }
-        }
-    }
-
     /// Games that used this commitment or this seed (a game using both is named twice).
     pub fn users<'a>(
         &'a self,
@@ -171,6 +180,50 @@ impl GameIndex {
         let c = commitment.and_then(|c| self.by_commitment.get(&digest(c)));
         let s = seed.and_then(|s| self.by_seed.get(&digest(s)));
         c.into_iter().chain(s).flat_map(Users::iter)
+    }
+
+    /// Whether games were let go ([`GameIndex::evict`]): a game not held may be in the lake.
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// Lets go of the closed games whose last event is before `before` (ms); returns how many.
+    ///
+    /// A digest's list of games stays while one of its games is still held, so that a held
+    /// game always finds every partner of its seed and commitment.
+    pub fn evict(&mut self, before: i64) -> usize {
+        let gone: Vec<(Box<str>, Slot)> = self
+            .games
+            .iter()
+            .filter(|(_, s)| s.closed && s.last_ts < before)
+            .map(|(g, s)| (g.clone(), *s))
+            .collect();
+        for (g, _) in &gone {
+            self.games.remove(g);
+        }
+        for (_, slot) in &gone {
+            for (map, key) in [
+                (&mut self.by_commitment, slot.commitment),
+                (&mut self.by_seed, slot.seed),
+            ] {
+                if let Some(k) = key
+                    && map
+                        .get(&k)
+                        .is_some_and(|u| u.iter().all(|g| !self.games.contains_key(g)))
+                {
+                    map.remove(&k);
+                }
+            }
+        }
+        if !gone.is_empty() {
+            self.partial = true;
+        }
+        gone.len()
+    }
+
+    /// Digests listed (seed and commitment), for tests and memory accounting.
+    pub fn digests(&self) -> usize {
+        self.by_commitment.len() + self.by_seed.len()
     }
 
     /// Trims spare capacity (after a rebuild, or when many games were replaced).
@@ -230,5 +283,31 @@ mod tests {
         ix.insert("g2", true, 70, Some("c9"), Some("s9"));
         assert_eq!(users(&ix, Some("c9"), None), ["g2"]);
         assert!(ix.get("g2").is_some_and(|s| s.closed && s.last_ts == 70));
+    }
+
+    #[test]
+    fn eviction_keeps_a_shared_digest_while_one_of_its_games_is_held() {
+        let mut ix = GameIndex::default();
+        ix.insert("old", true, 10, Some("c1"), Some("s1"));
+        ix.insert("old-alone", true, 10, Some("c2"), Some("s2"));
+        ix.insert("open", false, 5, Some("c1"), None);
+        ix.insert("recent", true, 100, Some("c3"), Some("s1"));
+        assert!(!ix.is_partial());
+        assert_eq!(ix.evict(50), 2);
+        assert!(ix.is_partial());
+        assert!(!ix.contains("old") && !ix.contains("old-alone"));
+        // An open game is never let go, however old.
+        assert!(ix.contains("open") && ix.contains("recent"));
+        // Held games still find the evicted game that shares their seed or commitment.
+        assert_eq!(users(&ix, Some("c1"), None), ["old", "open"]);
+        assert_eq!(users(&ix, None, Some("s1")), ["old", "recent"]);
+        // A digest no held game uses is gone.
+        assert!(users(&ix, Some("c2"), Some("s2")).is_empty());
+        assert_eq!(ix.digests(), 3);
+        // Once the last holder goes, so does the digest.
+        ix.insert("recent", true, 100, Some("c3"), None);
+        assert_eq!(ix.evict(200), 1);
+        assert!(users(&ix, None, Some("s1")).is_empty());
+        assert_eq!(ix.digests(), 1);
     }
 }

@@ -14,6 +14,7 @@ pub mod finding;
 pub mod game;
 pub mod index;
 pub mod ludo;
+pub mod recall;
 pub mod rows;
 pub mod run;
 pub mod verify;

@@ -37,7 +37,7 @@ row_table! {
 
 row_table! {
     /// One row per game (Belote: per match) as logged and as replayed, partitioned by the UTC date it started.
-    pub struct GameRow in "games" (partition Some("date"), sort ["game"], bloom ["game"]) {
+    pub struct GameRow in "games" (partition Some("date"), sort ["game"], bloom ["game", "commitment", "seed"]) {
         /// Game id.
         game: String,
         /// draughts10, draughts8, ludo or belote.

@@ -141,10 +141,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
 /// checkpoint only: when the lake's checkpoint is not the one it was built
 /// at (another process replayed, or a commit failed), the next run rebuilds
 /// it from the lake, replaying every open game once.
-#[derive(Debug, Default)]
+///
+/// Closed games leave the index once their last event is older than the
+/// retention period (before the lake's latest event); a run recalls from the
+/// lake the old games it needs ([`super::recall`]), so the index's memory
+/// follows the recent games, not the lake's history.
+#[derive(Debug)]
 pub struct Resident {
     /// The replay checkpoint (lake version) this state reflects; `None` until built.
     version: Option<u64>,
+    /// How long a closed game stays in the index after its last event (ms).
+    retain_ms: i64,
     index: GameIndex,
     /// Raw lines of the games still open, by game.
     open: HashMap<String, Vec<String>>,
@@ -154,7 +161,28 @@ pub struct Resident {
     known: BTreeSet<String>,
 }
 
+/// How long a closed game stays in a resident index: a day after its last event.
+pub const RETAIN_CLOSED_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl Default for Resident {
+    fn default() -> Self {
+        Resident::retaining(RETAIN_CLOSED_MS)
+    }
+}
+
 impl Resident {
+    /// An empty state whose index keeps closed games `retain_ms` after their last event.
+    pub fn retaining(retain_ms: i64) -> Self {
+        Resident {
+            version: None,
+            retain_ms,
+            index: GameIndex::default(),
+            open: HashMap::new(),
+            accounts: BTreeSet::new(),
+            known: BTreeSet::new(),
+        }
+    }
+
     /// The accounts of the games replayed since the last call.
     pub fn take_accounts(&mut self) -> BTreeSet<String> {
         std::mem::take(&mut self.accounts)
@@ -167,16 +195,22 @@ impl Resident {
 
     /// Takes back the state a run worked on, valid at replay checkpoint `version`; `rebuilt`
     /// holds every account of the `games` table when the index was read from the lake (a
-    /// warm run adds the accounts of the games it replayed itself).
+    /// warm run adds the accounts of the games it replayed itself). Closed games older than
+    /// the retention period before `horizon` leave the index.
     fn settle(
         &mut self,
         version: u64,
-        index: GameIndex,
+        mut index: GameIndex,
         open: HashMap<String, Vec<String>>,
         rebuilt: Option<BTreeSet<String>>,
+        horizon: i64,
     ) {
         if let Some(known) = rebuilt {
             self.known = known;
+        }
+        let evicted = index.evict(horizon.saturating_sub(self.retain_ms));
+        if evicted > 0 {
+            tracing::debug!(evicted, held = index.len(), "game index");
         }
         self.version = Some(version);
         self.index = index;
@@ -254,7 +288,7 @@ pub fn run_with(
         .collect();
     if new_files.is_empty() && stale.is_empty() {
         if let Some(r) = resident.as_deref_mut() {
-            r.settle(since, old_games, cached, rebuilt);
+            r.settle(since, old_games, cached, rebuilt, horizon);
         }
         return Ok(ReplayReport {
             elapsed_ms: started.elapsed().as_millis() as u64,
@@ -305,6 +339,21 @@ pub fn run_with(
                 }
             }
         }
+    }
+    // A partial index gets back the old games this run needs: touched games it let go of,
+    // and the games of every seed and commitment seen.
+    let keys = new_seeds
+        .iter()
+        .flat_map(|(_, c, s)| [c.clone(), s.clone()])
+        .flatten();
+    let recalled = super::recall::recall(&root, &state, &mut old_games, &touched, keys)?;
+    if recalled.files > 0 {
+        tracing::debug!(
+            games = recalled.games,
+            files = recalled.files,
+            row_groups = recalled.row_groups,
+            "recalled from the lake"
+        );
     }
     // Games reusing a seed or commitment of a touched game are replayed with it.
     for (g, c, s) in &new_seeds {
@@ -438,7 +487,7 @@ pub fn run_with(
             r.accounts.extend(g.players);
         }
         cached.extend(held);
-        r.settle(state.version, old_games, cached, rebuilt);
+        r.settle(state.version, old_games, cached, rebuilt, horizon);
     }
     Ok(report)
 }
@@ -465,37 +514,25 @@ pub fn read_game_index(
 ) -> Result<(GameIndex, Option<BTreeSet<String>>), ReplayError> {
     let mut index = GameIndex::default();
     let mut known = accounts.then(BTreeSet::new);
-    let columns: &[&str] = if accounts {
-        &["game", "closed", "last_ts", "commitment", "seed", "players"]
-    } else {
-        &["game", "closed", "last_ts", "commitment", "seed"]
-    };
+    let mut columns = super::recall::COLUMNS.to_vec();
+    if accounts {
+        columns.push("players");
+    }
     for f in state.table_files("games") {
         let path = crate::lake::resolve(root, &f.path);
-        for b in read_file(&path, Some(columns))? {
-            let s = b.schema();
-            let col = |n: &str| s.index_of(n).map(|i| b.column(i).clone());
-            let game = col("game")?;
-            let game = game.as_string::<i32>();
-            let closed = col("closed")?;
-            let closed = closed.as_boolean();
-            let last = col("last_ts")?;
-            let last = last.as_primitive::<arrow::datatypes::TimestampMillisecondType>();
-            let com = col("commitment")?;
-            let com = com.as_string::<i32>();
-            let seed = col("seed")?;
-            let seed = seed.as_string::<i32>();
-            let players = known.as_ref().map(|_| col("players")).transpose()?;
-            for i in 0..b.num_rows() {
-                index.insert(
-                    game.value(i),
-                    closed.value(i),
-                    last.value(i),
-                    (!com.is_null(i)).then(|| com.value(i)),
-                    (!seed.is_null(i)).then(|| seed.value(i)),
-                );
+        for b in read_file(&path, Some(&columns))? {
+            let players = match known {
+                Some(_) => Some(
+                    b.column(b.schema().index_of("players")?)
+                        .as_list::<i32>()
+                        .clone(),
+                ),
+                None => None,
+            };
+            super::recall::index_rows(&b, |i, r| {
+                index.insert(r.game, r.closed, r.last_ts, r.commitment, r.seed);
                 if let (Some(known), Some(players)) = (known.as_mut(), players.as_ref()) {
-                    let list = players.as_list::<i32>().value(i);
+                    let list = players.value(i);
                     let list = list.as_string::<i32>();
                     for k in 0..list.len() {
                         if !known.contains(list.value(k)) {
@@ -503,7 +540,7 @@ pub fn read_game_index(
                         }
                     }
                 }
-            }
+            })?;
         }
     }
     index.shrink();
