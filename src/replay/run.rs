@@ -375,7 +375,7 @@ pub fn run_with(
         })
         .collect();
     let threads = opts.threads.max(1);
-    let (done, events_read, engine_ms) = if warm {
+    let (mut done, mut events_read, mut engine_ms) = if warm {
         // Games held in memory, and games never seen before, replay from memory; the others
         // (a closed game with new events, a seed-reuse partner) are read from the lake.
         let mut jobs = Vec::new();
@@ -423,6 +423,47 @@ pub fn run_with(
         bar.finish_and_clear();
         out
     };
+    // A game new to the index may take its seed or commitment from a line of an earlier pass
+    // (its lines came before its game_started, so it had no game row): recall the games of
+    // those keys too, and replay them, so that both sides carry the reuse.
+    let asked: BTreeSet<&str> = new_seeds
+        .iter()
+        .flat_map(|(_, c, s)| [c.as_deref(), s.as_deref()])
+        .flatten()
+        .collect();
+    let late_keys: Vec<(Option<String>, Option<String>)> = done
+        .iter()
+        .filter_map(|(_, r, _)| r.game.as_ref())
+        .filter(|g| !old_games.contains(&g.game))
+        .map(|g| {
+            let fresh = |k: &Option<String>| k.clone().filter(|k| !asked.contains(k.as_str()));
+            (fresh(&g.commitment), fresh(&g.seed))
+        })
+        .filter(|(c, s)| c.is_some() || s.is_some())
+        .collect();
+    if !late_keys.is_empty() {
+        let keys = late_keys
+            .iter()
+            .flat_map(|(c, s)| [c.clone(), s.clone()])
+            .flatten();
+        super::recall::recall(&root, &state, &mut old_games, &BTreeSet::new(), keys)?;
+        let partners: BTreeSet<String> = late_keys
+            .iter()
+            .flat_map(|(c, s)| old_games.users(c.as_deref(), s.as_deref()))
+            .filter(|o| !touched.contains(*o))
+            .map(str::to_string)
+            .collect();
+        if !partners.is_empty() {
+            let hidden = indicatif::ProgressBar::hidden();
+            let (more, n, ms) =
+                replay_files(&files, Some(&partners), &ctx, threads, keep, &hidden)?;
+            done.extend(more);
+            done.sort_by(|a, b| a.0.cmp(&b.0));
+            events_read += n;
+            engine_ms += ms;
+            touched.extend(partners);
+        }
+    }
     let mut replays = Vec::with_capacity(done.len());
     let mut held: Vec<(String, Vec<String>)> = Vec::new();
     for (game, r, lines) in done {

@@ -464,8 +464,9 @@ mod lake {
     }
 
     /// A resident index that lets every closed game go (no retention) still replays as one
-    /// run over everything: a late line of a game it let go of, and a new game reusing the
-    /// seed and commitment of one, recall those games from the lake.
+    /// run over everything: a late line of a game it let go of, a new game reusing the seed
+    /// and commitment of one, and a new game whose game_started comes a pass after its
+    /// seed_revealed, recall those games from the lake.
     #[test]
     fn an_index_that_lets_old_games_go_recalls_them_from_the_lake() {
         let dir = tempfile::tempdir().unwrap();
@@ -479,25 +480,35 @@ mod lake {
         let first = sample_game("lu-", 0);
         let original = first[0]["game"].as_str().unwrap().to_string();
         assert_ne!(original, late_game);
-        let copy: Vec<serde_json::Value> = first
-            .iter()
-            .map(|v| {
-                let mut v = v.clone();
-                v["game"] = "lu-ffff-900001".into();
-                let ts = v["ts"]
-                    .as_str()
-                    .unwrap()
-                    .replacen("2026-11-20", "2026-11-23", 1);
-                v["ts"] = ts.into();
-                v
-            })
-            .collect();
+        let copy = |id: &str| -> Vec<serde_json::Value> {
+            first
+                .iter()
+                .map(|v| {
+                    let mut v = v.clone();
+                    v["game"] = id.into();
+                    let ts = v["ts"]
+                        .as_str()
+                        .unwrap()
+                        .replacen("2026-11-20", "2026-11-23", 1);
+                    v["ts"] = ts.into();
+                    v
+                })
+                .collect()
+        };
         let mut parts: Vec<String> = (0..lines.len())
             .filter(|&i| i != late)
             .map(|i| lines[i].to_string())
             .collect();
         parts.push(lines[late].to_string());
-        parts.extend(relink(&copy).lines().map(str::to_string));
+        parts.extend(relink(&copy("lu-ffff-900001")).lines().map(str::to_string));
+        // Another copy with its own commitment (so only the seed is shared), its game_started
+        // logged after all its other lines, in a pass of its own.
+        let mut other = copy("lu-ffff-900002");
+        other[0]["commitment"] = "0".repeat(64).into();
+        let other = relink(&other);
+        let mut other: Vec<&str> = other.lines().collect();
+        let other_start = other.remove(0).to_string();
+        parts.extend(other.iter().map(|l| l.to_string()));
 
         let staged = dir.path().join("staged");
         let growing = dir.path().join("server.jsonl");
@@ -508,7 +519,10 @@ mod lake {
         let mut resident = Resident::retaining(0);
         let mut content = String::new();
         let mut most_held = 0;
-        for part in parts.chunks(500) {
+        let mut passes: Vec<&[String]> = parts.chunks(500).collect();
+        let last = [other_start];
+        passes.push(&last);
+        for part in passes {
             for l in part {
                 content.push_str(l);
                 content.push('\n');
@@ -541,6 +555,6 @@ mod lake {
                 .iter()
                 .any(|r| r.contains(g) && r.contains("seed_reused"))
         };
-        assert!(reused(&original) && reused("lu-ffff-900001"));
+        assert!(reused(&original) && reused("lu-ffff-900001") && reused("lu-ffff-900002"));
     }
 }
