@@ -23,7 +23,7 @@ import time
 
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException, WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -36,8 +36,17 @@ PASSED = []
 
 
 def wait(d, seconds=15):
-    """A wait that retries through page reloads (stale or missing elements)."""
-    return WebDriverWait(d, seconds, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
+    """A wait that retries through page reloads (stale or missing elements).
+
+    Chrome reports an element replaced between lookup and read as a plain WebDriverException
+    ("Node with given id does not belong to the document"), not as a stale element; a real
+    failure still ends the wait with a timeout.
+    """
+    return WebDriverWait(
+        d,
+        seconds,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException, WebDriverException),
+    )
 
 
 def check(cond, what):
