@@ -306,6 +306,7 @@ pub fn run_with(
                 .filter(|(_, g)| !g.closed)
                 .map(|(g, _)| g.to_string()),
         );
+        touched.extend(rowless_games(&root, &state, &old_games)?);
     }
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     // The new lines by game (kept only when warm: they complete the lines held in memory).
@@ -545,6 +546,30 @@ fn progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// Games with rows in the open `findings` files but no `games` row: their lines came before
+/// their `game_started` (or never made a game). No index knows them, so a resident state
+/// being built must replay them to hold their lines.
+fn rowless_games(
+    root: &Path,
+    state: &State,
+    index: &GameIndex,
+) -> Result<BTreeSet<String>, ReplayError> {
+    let mut out = BTreeSet::new();
+    for f in state.table_files("findings").filter(|f| f.open) {
+        let path = crate::lake::resolve(root, &f.path);
+        for b in read_file(&path, Some(&["game"]))? {
+            let games = b.column(0).as_string::<i32>();
+            for i in 0..b.num_rows() {
+                let g = games.value(i);
+                if !index.contains(g) && !out.contains(g) {
+                    out.insert(g.to_string());
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Reads the `games` table's index columns: the index, and with `accounts` every account that played.

@@ -327,6 +327,11 @@ mod lake {
     fn assert_same_as_one_replay(staged: &Path, whole: &Path) {
         quiet_ingest(whole, &shared_sample());
         quiet_replay(whole);
+        assert_same_tables(staged, whole);
+    }
+
+    /// The derived tables of two lakes hold the same rows.
+    fn assert_same_tables(staged: &Path, whole: &Path) {
         for table in ["games", "game_players", "moves", "departures", "findings"] {
             assert_eq!(
                 table_rows(staged, table),
@@ -540,13 +545,7 @@ mod lake {
         std::fs::write(&all, &content).unwrap();
         quiet_ingest(&whole, &all);
         quiet_replay(&whole);
-        for table in ["games", "game_players", "moves", "departures", "findings"] {
-            assert_eq!(
-                table_rows(&staged, table),
-                table_rows(&whole, table),
-                "table {table} differs"
-            );
-        }
+        assert_same_tables(&staged, &whole);
         // The one-run replay does find the reuse, both ways, and the gap of the late line
         // closed: so the equality above covers both recalls.
         let findings = table_rows(&whole, "findings");
@@ -556,5 +555,54 @@ mod lake {
                 .any(|r| r.contains(g) && r.contains("seed_reused"))
         };
         assert!(reused(&original) && reused("lu-ffff-900001") && reused("lu-ffff-900002"));
+    }
+
+    /// A game whose lines came before its game_started has no game row: a resident state
+    /// rebuilt after a restart must still hold its lines, or the game_started arriving later
+    /// would replay it from that line alone.
+    #[test]
+    fn a_game_without_its_start_survives_a_restart_of_the_resident_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(shared_sample()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let late_game = game_of(lines[2000]);
+        let start = (0..lines.len())
+            .find(|&i| game_of(lines[i]) == late_game && lines[i].contains("\"game_started\""))
+            .unwrap();
+        let mut order: Vec<&str> = (0..lines.len())
+            .filter(|&i| i != start)
+            .map(|i| lines[i])
+            .collect();
+        order.push(lines[start]);
+        let staged = dir.path().join("staged");
+        let growing = dir.path().join("server.jsonl");
+        let opts = ReplayOptions {
+            threads: 2,
+            progress: false,
+        };
+        let n = order.len();
+        // Pass 1: everything but the last 100 lines and the start. Then a restart (a fresh
+        // state), pass 2 with 99 more lines, and pass 3 with the start alone.
+        let cuts = [n - 101, n - 1, n];
+        let mut resident = Resident::default();
+        for (k, &cut) in cuts.iter().enumerate() {
+            std::fs::write(&growing, order[..cut].join("\n") + "\n").unwrap();
+            quiet_ingest(&staged, &growing);
+            if k == 1 {
+                resident = Resident::default();
+            }
+            let l = Lake::open(&staged).unwrap();
+            run_with(&l, &opts, Some(&mut resident)).unwrap();
+        }
+        let whole = dir.path().join("whole");
+        quiet_ingest(&whole, &growing);
+        quiet_replay(&whole);
+        assert_same_tables(&staged, &whole);
+        let games = table_rows(&staged, "games");
+        assert!(
+            games
+                .iter()
+                .any(|r| r.starts_with(&format!("{late_game}|")))
+        );
     }
 }
