@@ -298,10 +298,27 @@ pub fn pair_table() -> TableDef {
 }
 
 fn scan(snapshot: &Snapshot, table: &str) -> PolarsResult<Option<LazyFrame>> {
+    scan_since(snapshot, table, None)
+}
+
+/// [`scan`] of the files of the `date` partitions from the UTC date of `since_ms` on (all files
+/// without it). Sound for rows filtered on a time whose date is their partition's, such as
+/// `game_players.started_at`: older partitions hold none of them, and a reader that relies on
+/// statistics alone still opens every file of the lake's history.
+fn scan_since(
+    snapshot: &Snapshot,
+    table: &str,
+    since_ms: Option<i64>,
+) -> PolarsResult<Option<LazyFrame>> {
+    let from = since_ms.map(|ms| format!("date={}", crate::log::syntax::date_of(ms)));
     let paths: Vec<PlRefPath> = snapshot
-        .table_paths(table)
-        .iter()
-        .map(|p| PlRefPath::from(p.to_string_lossy().as_ref()))
+        .table_files(table)
+        .into_iter()
+        .filter(|(_, f)| match (&from, &f.partition) {
+            (Some(from), Some(p)) => p.as_str() >= from.as_str(),
+            _ => true,
+        })
+        .map(|(p, _)| PlRefPath::from(p.to_string_lossy().as_ref()))
         .collect();
     if paths.is_empty() {
         return Ok(None);
@@ -828,9 +845,12 @@ pub fn run_scoped(
         }
         Some(accounts) => {
             let is_in = member_of(accounts);
-            // Only the largest window's games: older files are skipped by their statistics.
+            // Only the largest window's games: the files of older `date` partitions (a game's
+            // partition is the date it started) are not even opened.
             let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
-            let players = players.filter(ms("started_at").gt_eq(lit(oldest)));
+            let players = scan_since(&snapshot, "game_players", Some(oldest))?
+                .unwrap_or(players)
+                .filter(ms("started_at").gt_eq(lit(oldest)));
             // Every input an account's row reads, read once and used by every window: its
             // game_players rows, the rows of its opponents in its games (with only the columns
             // pair features read), the devices and ips its opponents used in any two-player

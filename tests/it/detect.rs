@@ -421,3 +421,78 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
         full_accounts
     );
 }
+
+/// A scoped run opens only the `date` partitions from the window's first day: a game that
+/// started on that day, after the window's start, still counts, and one from before the
+/// window (in an older partition) does not change anything. Scoped rows equal a full run's.
+#[test]
+fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
+    use crate::replay::{relink, sample_game};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lake");
+    // The sample ends 2026-11-22T19:24:50Z, so the 30-day window starts 2026-10-23T19:24:50Z.
+    // This game started at 20:21 on 2026-11-20: moved to 2026-10-23 it is in the window, in
+    // the partition of its first day; moved to 2026-10-01 it is before it.
+    let game = sample_game("d8-db8f-000063", 0);
+    let moved = |id: &str, date: &str| -> String {
+        let lines: Vec<Value> = game
+            .iter()
+            .cloned()
+            .map(|mut v| {
+                v["game"] = id.into();
+                let ts = v["ts"].as_str().unwrap().replacen("2026-11-20", date, 1);
+                v["ts"] = ts.into();
+                v
+            })
+            .collect();
+        relink(&lines)
+    };
+    assert!(game[0]["ts"].as_str().unwrap() >= "2026-11-20T19:25");
+    let mut text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    text.push_str(&moved("d8-ffff-000001", "2026-10-23"));
+    text.push('\n');
+    text.push_str(&moved("d8-ffff-000002", "2026-10-01"));
+    text.push('\n');
+    let input = dir.path().join("server.jsonl");
+    std::fs::write(&input, text).unwrap();
+    let lake = Lake::open(&path).unwrap();
+    vigie::ingest::ingest_paths(
+        &lake,
+        &[input],
+        &vigie::ingest::IngestOptions {
+            progress: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    vigie::replay::run::run(
+        &lake,
+        &vigie::replay::run::ReplayOptions {
+            threads: 2,
+            progress: false,
+        },
+    )
+    .unwrap();
+    vigie::features::run(&lake).unwrap();
+    let full = crate::common::table_rows(&path, "account_features");
+    let players = crate::common::sql_text(
+        &path,
+        "SELECT account FROM game_players WHERE game = 'd8-ffff-000001' ORDER BY account",
+    );
+    assert_eq!(players.len(), 2);
+    // The moved game is in its players' 30-day window: one more game than in 7 days.
+    for p in &players {
+        let n = crate::common::sql_text(
+            &path,
+            &format!(
+                "SELECT window, games FROM account_features WHERE account = '{}' ORDER BY window",
+                p[0]
+            ),
+        );
+        let games = |w: &str| n.iter().find(|r| r[0] == w).map(|r| r[1].clone());
+        assert_ne!(games("30d"), games("7d"), "{n:?}");
+    }
+    let scope: std::collections::BTreeSet<String> = players.iter().map(|r| r[0].clone()).collect();
+    vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_eq!(crate::common::table_rows(&path, "account_features"), full);
+}
