@@ -221,7 +221,7 @@ impl GameIndex {
         gone.len()
     }
 
-    /// Digests listed (seed and commitment), for tests and memory accounting.
+    /// Digests listed (seed and commitment), for the stream's debug log (memory).
     pub fn digests(&self) -> usize {
         self.by_commitment.len() + self.by_seed.len()
     }

@@ -24,16 +24,6 @@ use super::index::GameIndex;
 use super::run::ReplayError;
 use crate::lake::State;
 
-/// The index columns of one `games` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recalled {
-    pub game: String,
-    pub closed: bool,
-    pub last_ts: i64,
-    pub commitment: Option<String>,
-    pub seed: Option<String>,
-}
-
 /// What a recall did, for the run's log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RecallStats {
@@ -85,27 +75,25 @@ pub fn index_rows(
     Ok(())
 }
 
-/// Rows of the closed `games` files whose game is in `games` or whose commitment or seed is in `keys`.
+/// Calls `f` with every row of the closed `games` files whose game is in `games` or whose
+/// commitment or seed is in `keys`.
 ///
 /// Files of open games are skipped: an index never lets an open game go.
 /// A file without bloom filters (written before they existed) is read whole.
-pub fn games_rows(
+pub fn matching_rows(
     root: &Path,
     state: &State,
     games: &BTreeSet<String>,
     keys: &BTreeSet<String>,
     stats: &mut RecallStats,
-) -> Result<Vec<Recalled>, ReplayError> {
-    let mut out = Vec::new();
+    mut f: impl FnMut(IndexRow<'_>),
+) -> Result<(), ReplayError> {
     if games.is_empty() && keys.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
-    for f in state.table_files("games").filter(|f| !f.open) {
-        let path = crate::lake::resolve(root, &f.path);
-        let file = File::open(&path).map_err(|source| ReplayError::Io {
-            path: path.clone(),
-            source,
-        })?;
+    for entry in state.table_files("games").filter(|f| !f.open) {
+        let path = crate::lake::resolve(root, &entry.path);
+        let file = File::open(&path).map_err(super::run::io(&path))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
         stats.files += 1;
         let schema = builder.parquet_schema();
@@ -149,18 +137,12 @@ pub fn games_rows(
                     || r.commitment.is_some_and(|c| keys.contains(c))
                     || r.seed.is_some_and(|s| keys.contains(s));
                 if hit {
-                    out.push(Recalled {
-                        game: r.game.to_string(),
-                        closed: r.closed,
-                        last_ts: r.last_ts,
-                        commitment: r.commitment.map(str::to_string),
-                        seed: r.seed.map(str::to_string),
-                    });
+                    f(r);
                 }
             })?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Puts back into `index` the games of the lake a run needs: those of `touched` it does not
@@ -187,22 +169,25 @@ pub fn recall(
     let mut keys: BTreeSet<String> = keys.into_iter().collect();
     let mut asked: BTreeSet<String> = BTreeSet::new();
     while !games.is_empty() || !keys.is_empty() {
-        let rows = games_rows(root, state, &games, &keys, &mut stats)?;
-        asked.append(&mut keys);
-        games.clear();
-        for r in rows {
-            if index.contains(&r.game) {
-                continue;
+        // Keys of the games put back that were never asked: the next round's.
+        let mut next: BTreeSet<String> = BTreeSet::new();
+        let mut put_back = 0;
+        matching_rows(root, state, &games, &keys, &mut stats, |r| {
+            if index.contains(r.game) {
+                return;
             }
-            let (c, s) = (r.commitment.as_deref(), r.seed.as_deref());
-            index.insert(&r.game, r.closed, r.last_ts, c, s);
-            stats.games += 1;
+            index.insert(r.game, r.closed, r.last_ts, r.commitment, r.seed);
+            put_back += 1;
             for k in [r.commitment, r.seed].into_iter().flatten() {
-                if !asked.contains(&k) {
-                    keys.insert(k);
+                if !asked.contains(k) && !keys.contains(k) {
+                    next.insert(k.to_string());
                 }
             }
-        }
+        })?;
+        stats.games += put_back;
+        asked.append(&mut keys);
+        keys = next;
+        games.clear();
     }
     Ok(stats)
 }

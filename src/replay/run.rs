@@ -126,7 +126,7 @@ fn derived_tables() -> Vec<TableDef> {
     ]
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
     move |source| ReplayError::Io {
         path: path.to_path_buf(),
         source,
@@ -210,7 +210,12 @@ impl Resident {
         }
         let evicted = index.evict(horizon.saturating_sub(self.retain_ms));
         if evicted > 0 {
-            tracing::debug!(evicted, held = index.len(), "game index");
+            tracing::debug!(
+                evicted,
+                held = index.len(),
+                digests = index.digests(),
+                "game index"
+            );
         }
         self.version = Some(version);
         self.index = index;
@@ -343,11 +348,18 @@ pub fn run_with(
     }
     // A partial index gets back the old games this run needs: touched games it let go of,
     // and the games of every seed and commitment seen.
-    let keys = new_seeds
+    let seen_keys: BTreeSet<String> = new_seeds
         .iter()
         .flat_map(|(_, c, s)| [c.clone(), s.clone()])
-        .flatten();
-    let recalled = super::recall::recall(&root, &state, &mut old_games, &touched, keys)?;
+        .flatten()
+        .collect();
+    let recalled = super::recall::recall(
+        &root,
+        &state,
+        &mut old_games,
+        &touched,
+        seen_keys.iter().cloned(),
+    )?;
     if recalled.files > 0 {
         tracing::debug!(
             games = recalled.games,
@@ -427,17 +439,12 @@ pub fn run_with(
     // A game new to the index may take its seed or commitment from a line of an earlier pass
     // (its lines came before its game_started, so it had no game row): recall the games of
     // those keys too, and replay them, so that both sides carry the reuse.
-    let asked: BTreeSet<&str> = new_seeds
-        .iter()
-        .flat_map(|(_, c, s)| [c.as_deref(), s.as_deref()])
-        .flatten()
-        .collect();
     let late_keys: Vec<(Option<String>, Option<String>)> = done
         .iter()
         .filter_map(|(_, r, _)| r.game.as_ref())
         .filter(|g| !old_games.contains(&g.game))
         .map(|g| {
-            let fresh = |k: &Option<String>| k.clone().filter(|k| !asked.contains(k.as_str()));
+            let fresh = |k: &Option<String>| k.clone().filter(|k| !seen_keys.contains(k));
             (fresh(&g.commitment), fresh(&g.seed))
         })
         .filter(|(c, s)| c.is_some() || s.is_some())
