@@ -161,6 +161,34 @@ pub fn ensure_python(modules: &[&str]) {
     );
 }
 
+/// Ingests `input` (a file or directory) into the lake at `lake`, without progress bars.
+pub fn quiet_ingest(lake: &Path, input: &Path) {
+    let l = Lake::open(lake).expect("open lake");
+    vigie::ingest::ingest_paths(
+        &l,
+        &[input.to_path_buf()],
+        &vigie::ingest::IngestOptions {
+            progress: false,
+            ..Default::default()
+        },
+    )
+    .expect("ingest");
+}
+
+/// Replay options of the tests: two threads, no progress bar.
+pub fn quiet_replay_options() -> vigie::replay::run::ReplayOptions {
+    vigie::replay::run::ReplayOptions {
+        threads: 2,
+        progress: false,
+    }
+}
+
+/// Replays what is new in the lake at `lake`.
+pub fn quiet_replay(lake: &Path) -> vigie::replay::run::ReplayReport {
+    let l = Lake::open(lake).expect("open lake");
+    vigie::replay::run::run(&l, &quiet_replay_options()).expect("replay")
+}
+
 /// A lake built once per test run from `data/sample` (the simulator's sample):
 /// ingested, replayed, detected. Read-only: copy it to write.
 pub fn sample_lake() -> &'static Path {
@@ -169,24 +197,9 @@ pub fn sample_lake() -> &'static Path {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sample-lake");
         let _ = std::fs::remove_dir_all(&dir);
+        quiet_ingest(&dir, &root.join("data/sample"));
+        quiet_replay(&dir);
         let lake = vigie::lake::Lake::open(&dir).expect("open lake");
-        vigie::ingest::ingest_paths(
-            &lake,
-            &[root.join("data/sample")],
-            &vigie::ingest::IngestOptions {
-                progress: false,
-                ..Default::default()
-            },
-        )
-        .expect("ingest the sample");
-        vigie::replay::run::run(
-            &lake,
-            &vigie::replay::run::ReplayOptions {
-                threads: 2,
-                progress: false,
-            },
-        )
-        .expect("replay the sample");
         vigie::detect::run(&lake, &root.join("queries/detect"), &Default::default())
             .expect("detect on the sample");
         dir

@@ -427,26 +427,14 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
 /// window (in an older partition) does not change anything. Scoped rows equal a full run's.
 #[test]
 fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
-    use crate::replay::{relink, sample_game};
+    use crate::replay::{moved_game, relink, sample_game};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lake");
     // The sample ends 2026-11-22T19:24:50Z, so the 30-day window starts 2026-10-23T19:24:50Z.
     // This game started at 20:21 on 2026-11-20: moved to 2026-10-23 it is in the window, in
     // the partition of its first day; moved to 2026-10-01 it is before it.
     let game = sample_game("d8-db8f-000063", 0);
-    let moved = |id: &str, date: &str| -> String {
-        let lines: Vec<Value> = game
-            .iter()
-            .cloned()
-            .map(|mut v| {
-                v["game"] = id.into();
-                let ts = v["ts"].as_str().unwrap().replacen("2026-11-20", date, 1);
-                v["ts"] = ts.into();
-                v
-            })
-            .collect();
-        relink(&lines)
-    };
+    let moved = |id: &str, date: &str| relink(&moved_game(&game, id, date));
     assert!(game[0]["ts"].as_str().unwrap() >= "2026-11-20T19:25");
     let mut text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
     text.push_str(&moved("d8-ffff-000001", "2026-10-23"));
@@ -455,24 +443,9 @@ fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
     text.push('\n');
     let input = dir.path().join("server.jsonl");
     std::fs::write(&input, text).unwrap();
+    crate::common::quiet_ingest(&path, &input);
+    crate::common::quiet_replay(&path);
     let lake = Lake::open(&path).unwrap();
-    vigie::ingest::ingest_paths(
-        &lake,
-        &[input],
-        &vigie::ingest::IngestOptions {
-            progress: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    vigie::replay::run::run(
-        &lake,
-        &vigie::replay::run::ReplayOptions {
-            threads: 2,
-            progress: false,
-        },
-    )
-    .unwrap();
     vigie::features::run(&lake).unwrap();
     let full = crate::common::table_rows(&path, "account_features");
     let players = crate::common::sql_text(

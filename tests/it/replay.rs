@@ -91,6 +91,21 @@ pub fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
     lines
 }
 
+/// A game's lines under another id, each timestamp moved to `date` (same time of day; the
+/// game must not cross midnight).
+pub fn moved_game(lines: &[serde_json::Value], id: &str, date: &str) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .map(|v| {
+            let mut v = v.clone();
+            v["game"] = id.into();
+            let ts = v["ts"].as_str().unwrap();
+            v["ts"] = format!("{date}{}", &ts[10..]).into();
+            v
+        })
+        .collect()
+}
+
 /// Writes JSON values back as a game's lines, re-chaining `prev` over the new text (serde_json sorts keys).
 pub fn relink(lines: &[serde_json::Value]) -> String {
     relink_broken(lines, None)
@@ -277,11 +292,10 @@ fn wrong_result_and_wrong_payouts() {
 mod lake {
     use std::path::Path;
 
-    use vigie::ingest::{IngestOptions, ingest_paths};
     use vigie::lake::Lake;
-    use vigie::replay::run::{ReplayOptions, Resident, run, run_with};
+    use vigie::replay::run::{Resident, run_with};
 
-    use super::{relink, sample_game};
+    use super::{moved_game, relink, sample_game};
     use crate::common::*;
 
     /// The game of a raw line.
@@ -296,31 +310,6 @@ mod lake {
             .filter(|&i| game_of(lines[i]) == game)
             .collect();
         own[own.len() / 2]
-    }
-
-    fn quiet_ingest(lake: &Path, input: &Path) {
-        let l = Lake::open(lake).unwrap();
-        ingest_paths(
-            &l,
-            &[input.to_path_buf()],
-            &IngestOptions {
-                progress: false,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    }
-
-    fn quiet_replay(lake: &Path) -> vigie::replay::run::ReplayReport {
-        let l = Lake::open(lake).unwrap();
-        run(
-            &l,
-            &ReplayOptions {
-                threads: 2,
-                progress: false,
-            },
-        )
-        .unwrap()
     }
 
     /// The derived tables of `staged` are those of one replay of the whole sample (into `whole`).
@@ -437,10 +426,7 @@ mod lake {
         let lines: Vec<&str> = text.lines().collect();
         let staged = dir.path().join("staged");
         let growing = dir.path().join("server.jsonl");
-        let opts = ReplayOptions {
-            threads: 2,
-            progress: false,
-        };
+        let opts = quiet_replay_options();
         // An index that keeps every game (the next test lets them go).
         let mut resident = Resident::retaining(i64::MAX);
         let mut content = String::new();
@@ -485,21 +471,7 @@ mod lake {
         let first = sample_game("lu-", 0);
         let original = first[0]["game"].as_str().unwrap().to_string();
         assert_ne!(original, late_game);
-        let copy = |id: &str| -> Vec<serde_json::Value> {
-            first
-                .iter()
-                .map(|v| {
-                    let mut v = v.clone();
-                    v["game"] = id.into();
-                    let ts = v["ts"]
-                        .as_str()
-                        .unwrap()
-                        .replacen("2026-11-20", "2026-11-23", 1);
-                    v["ts"] = ts.into();
-                    v
-                })
-                .collect()
-        };
+        let copy = |id: &str| moved_game(&first, id, "2026-11-23");
         let mut parts: Vec<String> = (0..lines.len())
             .filter(|&i| i != late)
             .map(|i| lines[i].to_string())
@@ -517,10 +489,7 @@ mod lake {
 
         let staged = dir.path().join("staged");
         let growing = dir.path().join("server.jsonl");
-        let opts = ReplayOptions {
-            threads: 2,
-            progress: false,
-        };
+        let opts = quiet_replay_options();
         let mut resident = Resident::retaining(0);
         let mut content = String::new();
         let mut most_held = 0;
@@ -576,10 +545,7 @@ mod lake {
         order.push(lines[start]);
         let staged = dir.path().join("staged");
         let growing = dir.path().join("server.jsonl");
-        let opts = ReplayOptions {
-            threads: 2,
-            progress: false,
-        };
+        let opts = quiet_replay_options();
         let n = order.len();
         // Pass 1: everything but the last 100 lines and the start. Then a restart (a fresh
         // state), pass 2 with 99 more lines, and pass 3 with the start alone.
