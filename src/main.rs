@@ -113,6 +113,10 @@ enum Command {
         /// Detection rules directory (for the replay and detection that follow a push).
         #[arg(long, default_value = "queries/detect")]
         rules: PathBuf,
+        #[command(flatten)]
+        sql: cli::sql::ServeSqlArgs,
+        #[command(flatten)]
+        http: cli::pipeline::ServeHttpArgs,
     },
     /// Follows a log directory live: commits micro-batches exactly once, replays and detects continuously.
     Stream {
@@ -371,10 +375,24 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes on one line, each said once: a cause whose text its
+/// parent already holds (typed errors often repeat their source) is left out.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if parts.iter().any(|p| p.contains(text.as_str())) {
+            continue;
+        }
+        parts.push(text);
+    }
+    parts.join(": ")
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -438,6 +456,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             pg,
             ingest_token_file,
             rules,
+            sql,
+            http,
         } => {
             let users = users.unwrap_or_else(|| cli::pipeline::users_file(&lake));
             let push = match ingest_token_file {
@@ -461,7 +481,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(cli::pipeline::serve(&lake, addr, users, pg, push))?;
+            rt.block_on(cli::pipeline::serve(
+                &lake, addr, users, pg, push, &sql, &http,
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stream {
@@ -546,8 +568,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench_scope,
             repeat,
         } => {
-            let lake =
-                Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
+            let lake = Lake::open_existing(&lake)
+                .with_context(|| format!("opening lake {}", lake.display()))?;
             if let Some(n) = bench_scope {
                 return bench_detect(&lake, &rules, n, repeat.max(1));
             }
@@ -562,8 +584,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             rules,
             json,
         } => {
-            let lake =
-                Lake::open(&lake).with_context(|| format!("opening lake {}", lake.display()))?;
+            let lake = Lake::open_existing(&lake)
+                .with_context(|| format!("opening lake {}", lake.display()))?;
             let labels = vigie::detect::eval::Labels::read(&labels)?;
             let rules = vigie::detect::rules::load(&rules)?;
             let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
@@ -590,6 +612,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for f in &check.extra {
                 println!("extra: {f}");
             }
+            for f in &check.refused {
+                println!("refused: {f}");
+            }
             if !check.digest_ok {
                 println!(
                     "DIGEST does not match the manifest (sha256 {})",
@@ -611,7 +636,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let (Some(from), Some(to), Some(out)) = (args.from, args.to, args.out) else {
                 anyhow::bail!("give --from DATE --to DATE --out DIR (or `report verify DIR`)");
             };
-            let lake = Lake::open(&args.lake)
+            let lake = Lake::open_existing(&args.lake)
                 .with_context(|| format!("opening lake {}", args.lake.display()))?;
             let generated_at = args
                 .generated_at
@@ -659,8 +684,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             query,
         } => {
             let limits = vigie::sql::QueryLimits {
-                memory_bytes: memory_mb.max(1) << 20,
-                timeout: std::time::Duration::from_secs(timeout.max(1)),
+                memory_bytes: memory_mb.clamp(1, 1 << 20).saturating_mul(1 << 20),
+                timeout: std::time::Duration::from_secs(timeout.clamp(1, 86_400)),
                 max_rows: None,
             };
             cli::sql::run(&lake, query, file, format, limits)?;
@@ -672,7 +697,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report_json,
         } => {
             let lake_dir = lake;
-            let lake = Lake::open(&lake_dir)
+            let lake = Lake::open_existing(&lake_dir)
                 .with_context(|| format!("opening lake {}", lake_dir.display()))?;
             let mut opts = ReplayOptions {
                 progress,
@@ -711,8 +736,8 @@ fn verify(
             }
         },
         (None, Some(dir), Some(id)) => {
-            let lake =
-                Lake::open(dir).with_context(|| format!("opening lake {}", dir.display()))?;
+            let lake = Lake::open_existing(dir)
+                .with_context(|| format!("opening lake {}", dir.display()))?;
             match verify_in_lake(&lake, id) {
                 Ok(v) => vec![v],
                 Err(e) => {

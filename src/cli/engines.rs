@@ -43,10 +43,17 @@ pub enum Draughts {
         variant: VariantArg,
         #[arg(long)]
         fen: String,
-        #[arg(long)]
+        /// Plies to search (at most 30: the count doubles or more with every ply, and the search recurses once per ply).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=MAX_PERFT_DEPTH as i64))]
         depth: u32,
     },
 }
+
+/// Deepest perft the CLI runs.
+pub const MAX_PERFT_DEPTH: u32 = 30;
+
+/// Most dice or duels the CLI prints in one run.
+pub const MAX_COUNT: u64 = 100_000_000;
 
 pub fn draughts(cmd: Draughts) -> Result<()> {
     match cmd {
@@ -108,7 +115,8 @@ pub enum Fairness {
         seed: String,
         #[arg(long)]
         game: String,
-        #[arg(long)]
+        /// How many (at most 100,000,000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
         count: u64,
     },
     /// Prints the 32 cards of a Belote deal, top first, space-separated.
@@ -127,9 +135,31 @@ pub enum Fairness {
         seed: String,
         #[arg(long)]
         game: String,
-        #[arg(long)]
+        /// How many (at most 100,000,000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
         count: u64,
     },
+}
+
+/// Writes `count` space-separated words to stdout as they are made (constant memory);
+/// a reader that stops early (`| head`) ends the output quietly.
+fn print_words(count: u64, word: impl Fn(u64) -> String) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = (|| -> std::io::Result<()> {
+        for n in 0..count {
+            if n > 0 {
+                out.write_all(b" ")?;
+            }
+            out.write_all(word(n).as_bytes())?;
+        }
+        out.write_all(b"\n")?;
+        out.flush()
+    })();
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 fn checked_seed(seed: &str) -> Result<&str> {
@@ -144,10 +174,7 @@ pub fn fairness(cmd: Fairness) -> Result<()> {
         Fairness::Commit { seed } => println!("{}", fairness::commitment(checked_seed(&seed)?)),
         Fairness::Dice { seed, game, count } => {
             let seed = checked_seed(&seed)?;
-            let faces: Vec<String> = (0..count)
-                .map(|n| fairness::die(seed, &game, n).to_string())
-                .collect();
-            println!("{}", faces.join(" "));
+            print_words(count, |n| fairness::die(seed, &game, n).to_string())?;
         }
         Fairness::Shuffle { seed, game, deal } => {
             let seed = checked_seed(&seed)?;
@@ -163,16 +190,14 @@ pub fn fairness(cmd: Fairness) -> Result<()> {
         }
         Fairness::Duels { seed, game, count } => {
             let seed = checked_seed(&seed)?;
-            let out: Vec<&str> = (0..count)
-                .map(|m| {
-                    if fairness::duel(seed, &game, m) {
-                        "won"
-                    } else {
-                        "lost"
-                    }
-                })
-                .collect();
-            println!("{}", out.join(" "));
+            print_words(count, |m| {
+                if fairness::duel(seed, &game, m) {
+                    "won"
+                } else {
+                    "lost"
+                }
+                .to_owned()
+            })?;
         }
     }
     Ok(())

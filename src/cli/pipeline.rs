@@ -44,6 +44,48 @@ pub fn run_simulate(out: &Path, opts: &SimOptions, progress: bool) -> Result<()>
     Ok(())
 }
 
+/// The dashboard's HTTP settings of `vigie serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeHttpArgs {
+    /// Mark session cookies `Secure`, so that browsers send them over HTTPS only (set it when a
+    /// TLS proxy is in front). Default: on, unless the dashboard listens on a loopback address.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub secure_cookies: Option<bool>,
+    /// Seconds a client has to send a request's headers; it also closes idle kept-alive connections.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub http_header_timeout: u64,
+    /// HTTP connections open at once (when all are taken, the oldest one without a request makes room).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub http_max_connections: u64,
+}
+
+impl Default for ServeHttpArgs {
+    fn default() -> Self {
+        let limits = vigie::serve::http::HttpLimits::default();
+        ServeHttpArgs {
+            secure_cookies: None,
+            http_header_timeout: limits.header_timeout.as_secs(),
+            http_max_connections: limits.max_connections as u64,
+        }
+    }
+}
+
+impl ServeHttpArgs {
+    /// Whether cookies are marked `Secure` for a dashboard on `addr`.
+    pub fn secure_cookies_on(&self, addr: SocketAddr) -> bool {
+        self.secure_cookies.unwrap_or(!addr.ip().is_loopback())
+    }
+
+    /// The connection limits.
+    pub fn limits(&self) -> vigie::serve::http::HttpLimits {
+        vigie::serve::http::HttpLimits {
+            header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
+            max_connections: self.http_max_connections as usize,
+            ..vigie::serve::http::HttpLimits::default()
+        }
+    }
+}
+
 /// The dashboard over a lake (and the PostgreSQL endpoint when `pg` is given), until Ctrl-C or SIGTERM.
 pub async fn serve(
     lake_dir: &Path,
@@ -51,15 +93,18 @@ pub async fn serve(
     users: PathBuf,
     pg: Option<SocketAddr>,
     push: Option<vigie::stream::push::PushConfig>,
+    sql: &crate::cli::sql::ServeSqlArgs,
+    http: &ServeHttpArgs,
 ) -> Result<()> {
-    let lake =
-        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = Lake::open_existing(lake_dir)
+        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let config = vigie::serve::Config {
         addr,
         users_file: users.clone(),
+        secure_cookies: http.secure_cookies_on(addr),
         ..vigie::serve::Config::default()
     };
-    let data = Arc::new(vigie::serve::lake_data::LakeData::new(lake));
+    let data = Arc::new(vigie::serve::lake_data::LakeData::new(lake).with_limits(sql.limits()));
     let state = vigie::serve::AppState::new(config, data).map_err(|e| anyhow::anyhow!("{e}"))?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -73,9 +118,13 @@ pub async fn serve(
             let pg_listener = tokio::net::TcpListener::bind(pg_addr)
                 .await
                 .with_context(|| format!("binding {pg_addr}"))?;
-            let cfg = vigie::sql::pg::PgConfig::new(lake_dir.to_path_buf(), users);
+            let mut cfg = vigie::sql::pg::PgConfig::new(lake_dir.to_path_buf(), users);
+            cfg.limits = sql.limits();
+            cfg.max_connections = sql.pg_max_connections as usize;
+            cfg.handshake_timeout = std::time::Duration::from_secs(sql.pg_handshake_timeout);
             println!(
-                "serve: PostgreSQL endpoint on {pg_addr} (analyst and admin accounts, password)"
+                "serve: PostgreSQL endpoint on {} (analyst and admin accounts, password)",
+                pg_listener.local_addr().unwrap_or(pg_addr)
             );
             Some(tokio::spawn(vigie::sql::pg::serve(
                 pg_listener,
@@ -85,20 +134,27 @@ pub async fn serve(
         }
         None => None,
     };
+    let mut app = vigie::serve::router(state);
+    if let Some(push) = push {
+        println!("serve: POST /ingest enabled (bearer token)");
+        // The app's security headers are layered on its own routes only: the push router gets them here.
+        app = app.merge(
+            vigie::stream::push::router(push).layer(axum::middleware::from_fn(
+                vigie::serve::with_security_headers,
+            )),
+        );
+    }
+    // The last line of the start-up: scripts wait for it.
     println!(
-        "serve: dashboard on http://{addr}/ (lake {})",
+        "serve: dashboard on http://{}/ (lake {})",
+        listener.local_addr().unwrap_or(addr),
         lake_dir.display()
     );
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    let mut app = vigie::serve::router(state);
-    if let Some(push) = push {
-        println!("serve: POST /ingest enabled (bearer token)");
-        app = app.merge(vigie::stream::push::router(push));
-    }
-    vigie::serve::serve_on(listener, app, stopped(stop_rx)).await?;
+    vigie::serve::http::serve_on(listener, app, http.limits(), stopped(stop_rx)).await?;
     if let Some(t) = pg_task {
         t.await.context("PostgreSQL endpoint")??;
     }
@@ -166,12 +222,13 @@ pub fn add_staff(lake_dir: &Path, name: &str, role: &str, password: &str) -> Res
 }
 
 /// A random password for the demo account.
-fn demo_password() -> String {
+/// Fails when the OS random source does: a guessable password is never handed out.
+fn demo_password() -> Result<String> {
     let mut bytes = [0u8; 12];
-    if getrandom::fill(&mut bytes).is_err() {
-        bytes = *b"vigie-demo-1";
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    getrandom::fill(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("the OS random source failed: {e}"))
+        .context("making the demo reviewer's password")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The main job: a week of simulated traffic through the whole pipeline, then the dashboard.
@@ -231,14 +288,28 @@ pub fn demo(
             c.behaviour, c.precision, c.recall
         );
     }
-    let password = demo_password();
+    let password = demo_password()?;
     add_staff(lake_dir, "demo", "reviewer", &password)?;
     println!("demo: reviewer login: demo / {password}");
     if serve_after {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        rt.block_on(serve(lake_dir, addr, users_file(lake_dir), None, None))?;
+        let sql = crate::cli::sql::ServeSqlArgs {
+            sql_timeout: 30,
+            sql_memory_mb: 512,
+            pg_max_connections: 16,
+            pg_handshake_timeout: 5,
+        };
+        rt.block_on(serve(
+            lake_dir,
+            addr,
+            users_file(lake_dir),
+            None,
+            None,
+            &sql,
+            &ServeHttpArgs::default(),
+        ))?;
     }
     Ok(())
 }

@@ -10,6 +10,34 @@ use datafusion::arrow::array::RecordBatch;
 use vigie::lake::Lake;
 use vigie::sql::{Guard, QueryLimits};
 
+/// Limits of analysts' SQL in `vigie serve` (the console and the PostgreSQL endpoint).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeSqlArgs {
+    /// Time limit of one analyst query, in seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub sql_timeout: u64,
+    /// Memory budget of one SQL session (a console user's, or a PostgreSQL connection's), in MiB.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub sql_memory_mb: u64,
+    /// Authenticated PostgreSQL connections served at once (the next is told "too many connections").
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub pg_max_connections: u64,
+    /// Seconds a new PostgreSQL connection has to authenticate before it is closed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub pg_handshake_timeout: u64,
+}
+
+impl ServeSqlArgs {
+    /// The per-query limits these arguments set.
+    pub fn limits(&self) -> QueryLimits {
+        QueryLimits {
+            memory_bytes: (self.sql_memory_mb as usize).saturating_mul(1 << 20),
+            timeout: std::time::Duration::from_secs(self.sql_timeout),
+            max_rows: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     Table,
@@ -34,8 +62,8 @@ pub fn run(
         (None, None) => return shell(lake_dir, format, limits),
         (Some(_), Some(_)) => bail!("give a query or -f FILE, not both"),
     };
-    let lake =
-        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = Lake::open_existing(lake_dir)
+        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -92,8 +120,8 @@ pub fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
 /// The interactive shell: one statement per `;`, history in ~/.vigie_sql_history, `\\d` lists tables, `\\d NAME` describes one.
 fn shell(lake_dir: &Path, format: Format, limits: QueryLimits) -> Result<()> {
     use rustyline::error::ReadlineError;
-    let lake =
-        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = Lake::open_existing(lake_dir)
+        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

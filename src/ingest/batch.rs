@@ -55,9 +55,11 @@ pub struct IngestReport {
     pub files_unchanged: u64,
     /// Files without one complete line yet (left for a later run).
     pub files_waiting: u64,
-    /// Files that could not be opened (left for a later run; see the log).
+    /// Files and directories that could not be read (left for a later run; see the log).
     pub files_unreadable: u64,
-    /// Corrupt archives (quarantined from the point of failure).
+    /// Corrupt archives (quarantined from the point of failure, or whole when nothing could be read):
+    /// bad compressed data, a `.gz` or `.zst` whose content is not that format, an archive
+    /// truncated and unchanged for [`source::ARCHIVE_SETTLE`].
     pub files_corrupt: u64,
     /// Complete lines read in this run.
     pub lines_read: u64,
@@ -69,6 +71,10 @@ pub struct IngestReport {
     pub bytes_read: u64,
     pub files_written: u64,
     pub elapsed_ms: u64,
+    /// Files to look at again even if they do not change: unreadable ones, and archives that
+    /// end mid-stream but may still be being written (a follower must not forget them).
+    #[serde(skip)]
+    pub retry: Vec<PathBuf>,
 }
 
 impl IngestReport {
@@ -115,11 +121,16 @@ pub fn ingest_paths(
     inputs: &[PathBuf],
     opts: &IngestOptions,
 ) -> Result<IngestReport, IngestError> {
-    let files = source::discover(inputs).map_err(|e| IngestError::Input {
+    let found = source::discover(inputs).map_err(|e| IngestError::Input {
         path: inputs_label(inputs),
         source: e,
     })?;
-    commit_files(lake, &files, opts, "ingest")
+    for (dir, e) in &found.unreadable {
+        tracing::warn!(path = %dir.display(), error = %e, "unreadable directory skipped");
+    }
+    let mut report = commit_files(lake, &found.files, opts, "ingest")?;
+    report.files_unreadable += found.unreadable.len() as u64;
+    Ok(report)
 }
 
 /// Ingests `files` in one transaction and commits it (nothing to commit: no new version).
@@ -329,18 +340,44 @@ impl Ctx<'_, '_, '_> {
         opts: &IngestOptions,
     ) -> Result<(), IngestError> {
         let path_text = path.to_string_lossy().into_owned();
+        match source::container_mismatch(path) {
+            Ok(Some(why)) => return self.corrupt_file(path, state, &why),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
+                self.report.files_unreadable += 1;
+                self.report.retry.push(path.to_path_buf());
+                return Ok(());
+            }
+        }
         let fp = match source::fingerprint(path) {
-            Ok(Some(fp)) => fp,
-            Ok(None) => {
+            Ok(source::Fingerprint::Ready(fp)) => fp,
+            Ok(source::Fingerprint::Waiting) => {
                 self.report.files_waiting += 1;
                 if opts.final_files {
                     tracing::warn!(file = %path_text, "no complete line: nothing to ingest");
                 }
                 return Ok(());
             }
+            Ok(source::Fingerprint::Truncated) => {
+                if opts.final_files || source::settled(path) {
+                    return self.corrupt_file(
+                        path,
+                        state,
+                        "the archive ends before its first line",
+                    );
+                }
+                self.report.files_waiting += 1;
+                self.report.retry.push(path.to_path_buf());
+                return Ok(());
+            }
+            Ok(source::Fingerprint::Corrupt(error)) => {
+                return self.corrupt_file(path, state, &error);
+            }
             Err(e) => {
                 tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
                 self.report.files_unreadable += 1;
+                self.report.retry.push(path.to_path_buf());
                 return Ok(());
             }
         };
@@ -349,6 +386,7 @@ impl Ctx<'_, '_, '_> {
             Err(e) => {
                 tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
                 self.report.files_unreadable += 1;
+                self.report.retry.push(path.to_path_buf());
                 return Ok(());
             }
         };
@@ -362,6 +400,7 @@ impl Ctx<'_, '_, '_> {
             Err(e) => {
                 tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
                 self.report.files_unreadable += 1;
+                self.report.retry.push(path.to_path_buf());
                 return Ok(());
             }
         };
@@ -460,6 +499,23 @@ impl Ctx<'_, '_, '_> {
                 self.report.partial_bytes += partial;
                 *sealed
             }
+            End::Truncated { partial } if !opts.final_files && !source::settled(path) => {
+                // Perhaps still being written: what it holds so far is read, the rest waits.
+                self.report.partial_bytes += partial;
+                self.report.retry.push(path.to_path_buf());
+                false
+            }
+            End::Truncated { .. } => {
+                self.report.files_corrupt += 1;
+                self.quarantine_corrupt(
+                    path,
+                    &path_text,
+                    &source_id,
+                    new_offset,
+                    "the archive ends mid-stream and has not changed since",
+                )?;
+                true
+            }
             End::Corrupt { offset, error } => {
                 self.report.files_corrupt += 1;
                 new_offset = *offset;
@@ -518,23 +574,70 @@ impl Ctx<'_, '_, '_> {
         offset: u64,
         error: &str,
     ) -> Result<(), IngestError> {
-        let bytes = std::fs::read(path).unwrap_or_default();
-        let cap = bytes.len().min(source::LINE_CAP);
+        let (head, len, sha, unread) = match source::head_and_hash(path, source::LINE_CAP) {
+            Ok((head, len, sha)) => (head, len, sha, String::new()),
+            Err(e) => (
+                Vec::new(),
+                0,
+                Sha256::digest(b"").into(),
+                format!("; the file could not be read again to keep it ({e})"),
+            ),
+        };
         self.quarantine.push(&Rejected {
             file: path_text,
             source_id,
             line: None,
             offset,
-            raw: &bytes[..cap],
-            raw_len: bytes.len() as u64,
-            raw_sha256: hex(&Sha256::digest(&bytes)),
+            raw: &head,
+            raw_len: len,
+            raw_sha256: hex(&sha),
             reason: "corrupt_archive",
             message: format!(
-                "the archive could not be decompressed past byte {offset} of its content ({error}); `raw` holds the whole compressed file"
+                "the archive could not be decompressed past byte {offset} of its content ({error}); `raw` holds the start of the compressed file, `raw_len` and `raw_sha256` the whole of it{unread}"
             ),
             field: None,
         });
         Ok(())
+    }
+
+    /// Quarantines a file of which nothing can be read (path, size, hash, reason) and records it
+    /// as a sealed source keyed by its bytes, so that it is counted once, not on every run.
+    fn corrupt_file(&mut self, path: &Path, state: &State, why: &str) -> Result<(), IngestError> {
+        let path_text = path.to_string_lossy().into_owned();
+        let (_, _, sha) = match source::head_and_hash(path, 0) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
+                self.report.files_unreadable += 1;
+                self.report.retry.push(path.to_path_buf());
+                return Ok(());
+            }
+        };
+        let fingerprint = format!("file:{}", hex(&sha));
+        if state
+            .sources
+            .values()
+            .any(|s| s.fingerprint == fingerprint && s.sealed)
+        {
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
+        let id = format!("file-{}", &hex(&sha)[..27]);
+        tracing::warn!(file = %path_text, reason = why, "corrupt archive quarantined");
+        self.report.files_corrupt += 1;
+        self.quarantine_corrupt(path, &path_text, &id, 0, why)?;
+        let empty = hex(&Sha256::digest(b""));
+        self.txn.set_source(SourceState {
+            id,
+            fingerprint,
+            path: path_text,
+            offset: 0,
+            lines: 0,
+            head: empty.clone(),
+            tail: empty,
+            sealed: true,
+        });
+        self.maybe_flush()
     }
 }
 

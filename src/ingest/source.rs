@@ -47,6 +47,70 @@ impl Compression {
     }
 }
 
+/// Time an archive that ends mid-stream must stay unchanged before it counts as truncated for
+/// good (and is quarantined) rather than still being written.
+pub const ARCHIVE_SETTLE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Why a file's name and content disagree: a `.gz` that is not gzip, a `.zst` that is not zstd.
+pub fn container_mismatch(path: &Path) -> io::Result<Option<String>> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let found = Compression::sniff(path)?;
+    let expected = if name.ends_with(".gz") {
+        Compression::Gzip
+    } else if name.ends_with(".zst") {
+        Compression::Zstd
+    } else {
+        return Ok(None);
+    };
+    if found == expected || std::fs::metadata(path)?.len() == 0 {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "the name says {} but the content does not start with its magic number",
+        if expected == Compression::Gzip {
+            "gzip"
+        } else {
+            "zstd"
+        }
+    )))
+}
+
+/// Whether a file has not been modified for [`ARCHIVE_SETTLE`].
+pub fn settled(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= ARCHIVE_SETTLE)
+}
+
+/// The first bytes (at most `cap`), length and SHA-256 of a whole file, read in bounded memory.
+pub fn head_and_hash(path: &Path, cap: usize) -> io::Result<(Vec<u8>, u64, [u8; 32])> {
+    let mut f = File::open(path)?;
+    let mut head = Vec::new();
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut len = 0u64;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+        if head.len() < cap {
+            let take = n.min(cap - head.len());
+            head.extend_from_slice(&buf[..take]);
+        }
+        len += n as u64;
+    }
+    Ok((head, len, h.finalize().into()))
+}
+
 /// Whether a file name is a log the ingest picks up in a directory.
 pub fn is_log_name(path: &Path) -> bool {
     let name = path
@@ -57,31 +121,55 @@ pub fn is_log_name(path: &Path) -> bool {
         && (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") || name.ends_with(".jsonl.zst"))
 }
 
-/// Expands files and directories into the log files to read, sorted, without duplicates.
-pub fn discover(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// The log files found under the inputs, and the directories that could not be read.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// Log files to read, sorted, without duplicates.
+    pub files: Vec<PathBuf>,
+    /// Directories (or entries) below an input that could not be read, with why: skipped.
+    pub unreadable: Vec<(PathBuf, io::Error)>,
+}
+
+/// Expands files and directories into the log files to read. An input that does not exist is an
+/// error; a directory below an input that cannot be read is skipped and listed.
+pub fn discover(inputs: &[PathBuf]) -> io::Result<Discovered> {
+    let mut out = Discovered::default();
     for input in inputs {
         let meta = std::fs::metadata(input)?;
-        if meta.is_dir() {
-            let mut stack = vec![input.clone()];
-            while let Some(d) = stack.pop() {
-                for entry in std::fs::read_dir(&d)? {
-                    let entry = entry?;
-                    let ft = entry.file_type()?;
-                    let p = entry.path();
-                    if ft.is_dir() {
-                        stack.push(p);
-                    } else if ft.is_file() && is_log_name(&p) {
-                        out.push(p);
+        if !meta.is_dir() {
+            out.files.push(input.clone());
+            continue;
+        }
+        let mut stack = vec![input.clone()];
+        while let Some(d) = stack.pop() {
+            let entries = match std::fs::read_dir(&d) {
+                Ok(e) => e,
+                Err(e) if d == *input => return Err(e),
+                Err(e) => {
+                    out.unreadable.push((d, e));
+                    continue;
+                }
+            };
+            for entry in entries {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        out.unreadable.push((d.clone(), e));
+                        continue;
                     }
+                };
+                let p = entry.path();
+                match entry.file_type() {
+                    Ok(ft) if ft.is_dir() => stack.push(p),
+                    Ok(ft) if ft.is_file() && is_log_name(&p) => out.files.push(p),
+                    Ok(_) => {}
+                    Err(e) => out.unreadable.push((p, e)),
                 }
             }
-        } else {
-            out.push(input.clone());
         }
     }
-    out.sort();
-    out.dedup();
+    out.files.sort();
+    out.files.dedup();
     Ok(out)
 }
 
@@ -143,6 +231,9 @@ pub enum Item<'a> {
 pub enum End {
     /// End of the content; `partial` bytes after the last newline were left for a later run.
     Eof { partial: u64, sealed: bool },
+    /// An archive that ends mid-stream: still being written, or truncated for good
+    /// (the caller decides, see [`settled`]); `partial` bytes after the last newline.
+    Truncated { partial: u64 },
     /// The decompressor failed at this decompressed offset (corrupt archive).
     Corrupt { offset: u64, error: String },
 }
@@ -294,10 +385,8 @@ impl LineReader {
     pub fn end(&mut self) -> End {
         if let Some(e) = self.error.take() {
             if self.compressed && e.kind() == io::ErrorKind::UnexpectedEof {
-                // A truncated archive may still be being written: wait for the rest.
-                return End::Eof {
+                return End::Truncated {
                     partial: (self.buf.len() - self.start) as u64,
-                    sealed: false,
                 };
             }
             return End::Corrupt {
@@ -386,9 +475,22 @@ pub fn window_hashes(path: &Path, offset: u64) -> io::Result<Option<(String, Str
     Ok(Some((hex(&head.finalize()), hex(&tail.finalize()))))
 }
 
-/// The fingerprint of a file: SHA-256 of its first line (newline included), or `None` when it has no
-/// complete first line yet. For an archive read to its end, a last line without newline counts.
-pub fn fingerprint(path: &Path) -> io::Result<Option<String>> {
+/// What the start of a file tells: its fingerprint, or why it has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fingerprint {
+    /// SHA-256 of the first line (newline included).
+    Ready(String),
+    /// No complete first line yet.
+    Waiting,
+    /// An archive that ends before its first line is complete.
+    Truncated,
+    /// An archive whose decompression fails before its first line is complete.
+    Corrupt(String),
+}
+
+/// The fingerprint of a file: SHA-256 of its first line (newline included). For an archive read to
+/// its end, a last line without newline counts.
+pub fn fingerprint(path: &Path) -> io::Result<Fingerprint> {
     let counter = Arc::new(AtomicU64::new(0));
     let (c, r) = open_content(path, counter)?;
     let mut lr = LineReader::new(r, 0, c != Compression::None);
@@ -402,11 +504,20 @@ pub fn fingerprint(path: &Path) -> io::Result<Option<String>> {
         }
         Some(Item::Overlong { .. }) => {
             // Hash the first window instead: an overlong first line is still a stable identity.
-            return window_hashes(path, WINDOW).map(|o| o.map(|(head, _)| head));
+            return Ok(match window_hashes(path, WINDOW)? {
+                Some((head, _)) => Fingerprint::Ready(head),
+                None => Fingerprint::Waiting,
+            });
         }
-        None => return Ok(None),
+        None => {
+            return Ok(match lr.end() {
+                End::Eof { .. } => Fingerprint::Waiting,
+                End::Truncated { .. } => Fingerprint::Truncated,
+                End::Corrupt { error, .. } => Fingerprint::Corrupt(error),
+            });
+        }
     }
-    Ok(Some(hex(&h.finalize())))
+    Ok(Fingerprint::Ready(hex(&h.finalize())))
 }
 
 /// Decides where to resume a file: after the known source whose content it continues, or from 0.
@@ -563,7 +674,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.jsonl");
         std::fs::write(&p, b"first\nsecond\n").unwrap();
-        let fp = fingerprint(&p).unwrap().unwrap();
+        let Fingerprint::Ready(fp) = fingerprint(&p).unwrap() else {
+            panic!("no fingerprint")
+        };
         let mut state = State::default();
         let r = resume_point(&p, &fp, &state).unwrap();
         assert!(!r.known);
@@ -593,6 +706,6 @@ mod tests {
         // Not yet a complete first line: no fingerprint.
         let z = dir.path().join("c.jsonl");
         std::fs::write(&z, b"no newline").unwrap();
-        assert_eq!(fingerprint(&z).unwrap(), None);
+        assert_eq!(fingerprint(&z).unwrap(), Fingerprint::Waiting);
     }
 }

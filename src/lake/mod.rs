@@ -23,6 +23,7 @@
 //! after any crash and one more run, the directory holds exactly the committed
 //! files and is readable as plain Hive-partitioned Parquet by other engines.
 
+pub mod bounded;
 pub mod manifest;
 pub mod parquet;
 pub mod record;
@@ -55,6 +56,10 @@ pub enum LakeError {
     Corrupt { path: PathBuf, msg: String },
     #[error("commit conflict: {0}")]
     Conflict(String),
+    #[error(
+        "{0} is not a Vigie lake (no _vigie/log): check --lake, or run a writing command such as `vigie ingest` to create one"
+    )]
+    NotALake(PathBuf),
     #[error("parquet: {0}")]
     Parquet(#[from] ::parquet::errors::ParquetError),
     #[error("arrow: {0}")]
@@ -140,6 +145,15 @@ impl Snapshot {
             .collect()
     }
 
+    /// Opens a lake directory that must exist already (commands that only read never create one).
+    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Lake> {
+        let root = root.into();
+        if !root.join("_vigie/log").is_dir() {
+            return Err(LakeError::NotALake(root));
+        }
+        Lake::open(root)
+    }
+
     /// The lake root.
     pub fn root(&self) -> &Path {
         &self.root
@@ -207,6 +221,15 @@ impl Lake {
             root,
             cache: Mutex::new(None),
         })
+    }
+
+    /// Opens a lake directory that must exist already (commands that only read never create one).
+    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Lake> {
+        let root = root.into();
+        if !root.join("_vigie/log").is_dir() {
+            return Err(LakeError::NotALake(root));
+        }
+        Lake::open(root)
     }
 
     /// The lake root.

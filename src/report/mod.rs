@@ -349,8 +349,10 @@ fn bundle_files(dir: &Path) -> Result<Vec<String>, ReportError> {
 }
 
 fn sha256_file(path: &Path) -> Result<String, ReportError> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    Ok(hex(&Sha256::digest(&bytes)))
+    let mut f = std::fs::File::open(path).map_err(io(path))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(io(path))?;
+    Ok(hex(&h.finalize()))
 }
 
 /// Writes `MANIFEST.sha256` (sha256sum format) and `DIGEST`; returns the digest.
@@ -372,7 +374,10 @@ fn write_manifest(dir: &Path) -> Result<String, ReportError> {
 pub struct BundleCheck {
     pub changed: Vec<String>,
     pub missing: Vec<String>,
+    /// Entries of the bundle the manifest does not list (with their kind when not a regular file).
     pub extra: Vec<String>,
+    /// Manifest entries that are not a relative path inside the bundle, or not a regular file there.
+    pub refused: Vec<String>,
     /// Whether DIGEST is the SHA-256 of the manifest.
     pub digest_ok: bool,
     pub digest: String,
@@ -383,11 +388,73 @@ impl BundleCheck {
         self.changed.is_empty()
             && self.missing.is_empty()
             && self.extra.is_empty()
+            && self.refused.is_empty()
             && self.digest_ok
     }
 }
 
-/// Re-hashes a bundle against its manifest.
+/// Whether a manifest path names a file inside the bundle: relative, made of plain names only
+/// (no `..`, no `.`, no root, no empty or backslash-separated part).
+fn inside_bundle(file: &str) -> bool {
+    !file.is_empty()
+        && !file.contains(['\\', '\0'])
+        && file
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// Whether a directory on the way to `file` (inside `dir`) is a symbolic link.
+fn through_link(dir: &Path, file: &str) -> bool {
+    let mut at = dir.to_path_buf();
+    let parts: Vec<&str> = file.split('/').collect();
+    parts[..parts.len().saturating_sub(1)].iter().any(|p| {
+        at.push(p);
+        std::fs::symlink_metadata(&at).is_ok_and(|m| !m.file_type().is_dir())
+    })
+}
+
+/// Every entry below `dir` that is not a directory, with its kind when it is not a regular file
+/// (symbolic links are not followed).
+fn bundle_entries(dir: &Path) -> Result<Vec<(String, Option<&'static str>)>, ReportError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).map_err(io(&d))? {
+            let entry = entry.map_err(io(&d))?;
+            let path = entry.path();
+            let ft = entry.file_type().map_err(io(&path))?;
+            if ft.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let kind = if ft.is_file() {
+                None
+            } else if ft.is_symlink() {
+                Some("symbolic link")
+            } else {
+                Some("special file")
+            };
+            let rel = path
+                .strip_prefix(dir)
+                .map(|p| {
+                    p.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
+                .unwrap_or_default();
+            out.push((rel, kind));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Re-hashes a bundle against its manifest. Only relative paths inside the bundle that are regular
+/// files are hashed; every other entry of the directory is reported.
 pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
     let mpath = dir.join("MANIFEST.sha256");
     let manifest = std::fs::read_to_string(&mpath).map_err(io(&mpath))?;
@@ -397,7 +464,7 @@ pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
     };
     check.digest_ok =
         std::fs::read_to_string(dir.join("DIGEST")).is_ok_and(|d| d.trim() == check.digest);
-    let mut listed = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
     for line in manifest.lines() {
         let Some((hash, file)) = line.split_once("  ") else {
             check
@@ -405,18 +472,40 @@ pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
                 .push(format!("MANIFEST.sha256: unreadable line {line:?}"));
             continue;
         };
-        listed.push(file.to_string());
+        if !inside_bundle(file) {
+            check
+                .refused
+                .push(format!("{file:?}: not a relative path inside the bundle"));
+            continue;
+        }
+        listed.insert(file.to_string());
         let path = dir.join(file);
-        if !path.exists() {
-            check.missing.push(file.to_string());
-        } else if sha256_file(&path)? != hash {
-            check.changed.push(file.to_string());
+        if through_link(dir, file) {
+            check
+                .refused
+                .push(format!("{file}: reached through a symbolic link"));
+            continue;
+        }
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => check.missing.push(file.to_string()),
+            Ok(m) if !m.file_type().is_file() => {
+                check.refused.push(format!("{file}: not a regular file"))
+            }
+            Ok(_) => {
+                if sha256_file(&path)? != hash {
+                    check.changed.push(file.to_string());
+                }
+            }
         }
     }
-    for f in bundle_files(dir)? {
-        if !listed.contains(&f) {
-            check.extra.push(f);
+    for (f, kind) in bundle_entries(dir)? {
+        if f == "MANIFEST.sha256" || f == "DIGEST" || listed.contains(&f) {
+            continue;
         }
+        check.extra.push(match kind {
+            Some(k) => format!("{f} ({k})"),
+            None => f,
+        });
     }
     Ok(check)
 }

@@ -299,12 +299,17 @@ pub struct Guard {
     pub nav: Arc<Vec<NavEntry>>,
 }
 
-/// Whether a `next` target is a safe local path.
+/// Whether a `next` target is a safe same-origin relative path.
+///
+/// Browsers drop tabs and newlines anywhere in a URL and read `\\` as `/`, so
+/// `/\t\\evil.example` would be `//evil.example`, another origin. Only a path
+/// made of visible ASCII without backslashes, starting with one `/` that is not
+/// followed by another, is accepted.
 pub fn safe_next(next: &str) -> Option<&str> {
-    let ok = next.starts_with('/')
+    let visible = next.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+    let ok = visible
+        && next.starts_with('/')
         && !next.starts_with("//")
-        && !next.starts_with("/\\")
-        && !next.contains(['\r', '\n'])
         && !next.starts_with("/login")
         && !next.starts_with("/logout");
     ok.then_some(next)
@@ -795,6 +800,15 @@ mod tests {
         assert_eq!(safe_next("//evil.example"), None);
         assert_eq!(safe_next("https://evil.example"), None);
         assert_eq!(safe_next("/\\evil"), None);
+        // The probe's bypass: a tab (dropped by browsers) before a backslash (read as `/`).
+        assert_eq!(safe_next("/\t\\evil.example/healthz"), None);
+        assert_eq!(safe_next("/\n/evil.example"), None);
+        assert_eq!(safe_next("/ /evil.example"), None);
+        assert_eq!(safe_next("/queue\\x"), None);
+        assert_eq!(
+            safe_next("/account/a%2Fb#flag-1"),
+            Some("/account/a%2Fb#flag-1")
+        );
     }
 
     #[test]

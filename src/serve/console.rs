@@ -18,7 +18,7 @@ use super::AppState;
 use super::auth::Ctx;
 use super::data::{DataError, QueryResult};
 use super::pages::{ErrorPage, Layout, html};
-use crate::sql::{SavedQuery, saved_queries};
+use crate::sql::{SavedQuery, TableAccess, saved_queries};
 
 /// Query string of `GET /sql`: a saved query to run, or a query text.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -74,6 +74,7 @@ fn page(
 ) -> Response {
     let saved: Vec<SavedVm> = saved_queries()
         .into_iter()
+        .filter(|q| access(ctx).allows(&q.sql))
         .map(|q: SavedQuery| SavedVm {
             group: q.group,
             href: href(&q.name),
@@ -134,6 +135,14 @@ fn who(ctx: &Ctx) -> String {
         .map_or_else(|| "unknown".to_owned(), |u| u.name.clone())
 }
 
+/// The tables the user's queries may read: the audit log only for the roles that see `/audit`.
+fn access(ctx: &Ctx) -> TableAccess {
+    match &ctx.user {
+        Some(u) if super::routes::OVERSIGHT.contains(&u.role) => TableAccess::All,
+        _ => TableAccess::WithoutAudit,
+    }
+}
+
 /// `GET /sql`: the console; `?saved=NAME` runs a saved query, `?q=` a query text.
 pub async fn console(
     State(app): State<AppState>,
@@ -141,7 +150,10 @@ pub async fn console(
     Query(q): Query<ConsoleQuery>,
 ) -> Response {
     if !q.saved.is_empty() {
-        let Some(s) = saved_queries().into_iter().find(|s| s.name == q.saved) else {
+        let found = saved_queries()
+            .into_iter()
+            .find(|s| s.name == q.saved && access(&ctx).allows(&s.sql));
+        let Some(s) = found else {
             return ErrorPage::response(
                 &ctx,
                 StatusCode::NOT_FOUND,
@@ -150,14 +162,14 @@ pub async fn console(
         };
         let out = app
             .data()
-            .analyst_query(&s.sql, &who(&ctx), app.config().console_rows)
+            .analyst_query(&s.sql, &who(&ctx), access(&ctx), app.config().console_rows)
             .await;
         return page(&ctx, &app, &s.sql, &s.name, Some(out));
     }
     if !q.q.trim().is_empty() {
         let out = app
             .data()
-            .analyst_query(&q.q, &who(&ctx), app.config().console_rows)
+            .analyst_query(&q.q, &who(&ctx), access(&ctx), app.config().console_rows)
             .await;
         return page(&ctx, &app, &q.q, "", Some(out));
     }
@@ -183,15 +195,24 @@ pub async fn run(State(app): State<AppState>, ctx: Ctx, Form(f): Form<ConsoleFor
     }
     let out = app
         .data()
-        .analyst_query(&f.sql, &who(&ctx), app.config().console_rows)
+        .analyst_query(&f.sql, &who(&ctx), access(&ctx), app.config().console_rows)
         .await;
     page(&ctx, &app, &f.sql, "", Some(out))
 }
 
 /// One CSV field (RFC 4180: quoted when it holds a comma, quote or line break).
+///
+/// A text that a spreadsheet would run as a formula (it starts with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return, and is not a number) is neutralised
+/// with a leading `'`, as OWASP advises against CSV injection: the lake holds
+/// account names and reasons that players and staff typed.
 fn csv_field(out: &mut String, v: &str) {
-    if v.contains([',', '"', '\n', '\r']) {
+    let formula = v.starts_with(['=', '+', '-', '@', '\t', '\r']) && v.parse::<f64>().is_err();
+    if formula || v.contains([',', '"', '\n', '\r']) {
         out.push('"');
+        if formula {
+            out.push('\'');
+        }
         out.push_str(&v.replace('"', "\"\""));
         out.push('"');
     } else {
@@ -225,7 +246,7 @@ pub fn to_csv(r: &QueryResult) -> String {
 pub async fn csv(State(app): State<AppState>, ctx: Ctx, Form(f): Form<ConsoleForm>) -> Response {
     match app
         .data()
-        .analyst_query(&f.sql, &who(&ctx), app.config().csv_rows)
+        .analyst_query(&f.sql, &who(&ctx), access(&ctx), app.config().csv_rows)
         .await
     {
         Ok(r) => {
@@ -268,6 +289,30 @@ mod tests {
         assert_eq!(
             to_csv(&r),
             "a,\"b,c\"\r\nx,\r\n\"say \"\"hi\"\"\",\"1\n2\"\r\n"
+        );
+    }
+
+    #[test]
+    fn csv_neutralises_formulas_but_not_numbers() {
+        let r = QueryResult {
+            columns: vec!["v".into()],
+            rows: [
+                "=HYPERLINK(\"http://evil\")",
+                "+1+2",
+                "-2.5",
+                "@SUM(A1)",
+                "\tx",
+                "-",
+                "1e3",
+            ]
+            .iter()
+            .map(|v| vec![Some((*v).to_owned())])
+            .collect(),
+            ..QueryResult::default()
+        };
+        assert_eq!(
+            to_csv(&r),
+            "v\r\n\"'=HYPERLINK(\"\"http://evil\"\")\"\r\n\"'+1+2\"\r\n-2.5\r\n\"'@SUM(A1)\"\r\n\"'\tx\"\r\n\"'-\"\r\n1e3\r\n"
         );
     }
 }

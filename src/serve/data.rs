@@ -77,16 +77,18 @@ pub trait DataSource: Send + Sync + 'static {
     fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry>;
 
     /// Runs an analyst's read-only query for the SQL console (at most
-    /// `max_rows` rows, under the SQL guard's checks and limits, logged with
-    /// `who`). A refused or failed query is [`DataError::BadQuery`] with the
-    /// reason. Sources without SQL answer [`DataError::Unavailable`].
+    /// `max_rows` rows, under the SQL guard's checks and limits, over the
+    /// tables `access` allows, logged with `who`). A refused or failed query
+    /// is [`DataError::BadQuery`] with the reason. Sources without SQL answer
+    /// [`DataError::Unavailable`].
     fn analyst_query<'a>(
         &'a self,
         sql: &'a str,
         who: &'a str,
+        access: crate::sql::TableAccess,
         max_rows: usize,
     ) -> DataFuture<'a, QueryResult> {
-        let _ = (sql, who, max_rows);
+        let _ = (sql, who, access, max_rows);
         Box::pin(async { Err(DataError::Unavailable("this data source has no SQL".into())) })
     }
 

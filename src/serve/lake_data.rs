@@ -11,7 +11,7 @@ use super::audit::{AuditEntry, NewAuditEntry, ReviewIndex};
 use super::data::*;
 use crate::lake::Lake;
 use crate::log::{Kind, Mode, Seat};
-use crate::sql::{Guard, QueryLimits};
+use crate::sql::{Guard, QueryLimits, TableAccess};
 
 /// The dashboard queries shipped with the binary (the files live in `queries/dashboard/`).
 const PANELS: [(&str, &str); 4] = [
@@ -39,6 +39,8 @@ const REFRESH: Duration = Duration::from_millis(1000);
 struct Cache {
     version: u64,
     guard: Arc<Guard>,
+    /// The session of roles that may not read the audit log, made on first use.
+    analyst_guard: tokio::sync::OnceCell<Arc<Guard>>,
     /// Every flag, review state applied at read time.
     flags: Vec<Flag>,
     by_account: BTreeMap<String, Vec<usize>>,
@@ -68,6 +70,8 @@ impl Cache {
 /// A [`DataSource`] over a lake directory.
 pub struct LakeData {
     lake: Lake,
+    /// Limits of the console's queries.
+    limits: QueryLimits,
     cache: tokio::sync::RwLock<Option<Arc<Cache>>>,
     checked: Mutex<Instant>,
     append_lock: tokio::sync::Mutex<()>,
@@ -200,10 +204,17 @@ impl LakeData {
     pub fn new(lake: Lake) -> LakeData {
         LakeData {
             lake,
+            limits: QueryLimits::default(),
             cache: tokio::sync::RwLock::new(None),
             checked: Mutex::new(Instant::now() - REFRESH * 2),
             append_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The same, with these limits on the console's queries.
+    pub fn with_limits(mut self, limits: QueryLimits) -> LakeData {
+        self.limits = limits;
+        self
     }
 
     /// The cache of the latest snapshot (rebuilt when the lake moved).
@@ -251,10 +262,7 @@ impl LakeData {
             .unwrap_or(0);
         let audit =
             crate::review::read_log(&snapshot).map_err(|e| DataError::Corrupt(e.to_string()))?;
-        let limits = QueryLimits {
-            timeout: Duration::from_secs(60),
-            ..QueryLimits::default()
-        };
+        let limits = self.limits;
         let guard = Arc::new(Guard::on(snapshot.clone(), limits).await.map_err(df_err)?);
         let flag_rows = crate::detect::read_flags(&snapshot).map_err(df_err)?;
         let mut activity = HashMap::new();
@@ -315,6 +323,7 @@ impl LakeData {
         Ok(Cache {
             version,
             guard,
+            analyst_guard: tokio::sync::OnceCell::new(),
             flags,
             by_account,
             actions,
@@ -824,13 +833,27 @@ impl DataSource for LakeData {
         &'a self,
         sql: &'a str,
         who: &'a str,
+        access: TableAccess,
         max_rows: usize,
     ) -> DataFuture<'a, QueryResult> {
         Box::pin(async move {
             let cache = self.cache().await?;
             let started = Instant::now();
-            let batches = cache
-                .guard
+            let guard = match access {
+                TableAccess::All => Arc::clone(&cache.guard),
+                TableAccess::WithoutAudit => Arc::clone(
+                    cache
+                        .analyst_guard
+                        .get_or_try_init(|| async {
+                            Guard::with_access(cache.guard.snapshot().clone(), self.limits, access)
+                                .await
+                                .map(Arc::new)
+                        })
+                        .await
+                        .map_err(df_err)?,
+                ),
+            };
+            let batches = guard
                 .query_rows(sql, who, Some(max_rows.saturating_add(1)))
                 .await
                 .map_err(|e| match e {

@@ -11,6 +11,7 @@
 //! * [`public`]: public verification of finished games (no login).
 //! * [`console`]: the analysts' SQL console.
 //! * [`compliance`]: the compliance report download.
+//! * [`http`]: the connection layer (header, body and idle timeouts, a cap on connections).
 //!
 //! Entry points: [`router`] and [`serve`].
 
@@ -25,6 +26,7 @@ pub mod dashboards;
 pub mod data;
 pub mod fake;
 pub mod frames;
+pub mod http;
 pub mod lake_data;
 pub mod metrics;
 pub mod pages;
@@ -220,6 +222,21 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
     let method = req.method().as_str().to_owned();
     let mut res = next.run(req).await;
+    security_headers(&mut res);
+    app.metrics()
+        .record(&route, &method, res.status().as_u16(), start.elapsed());
+    res
+}
+
+/// Middleware for routes served beside the app (`POST /ingest`): the same security headers.
+pub async fn with_security_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    security_headers(&mut res);
+    res
+}
+
+/// Sets the security headers every response carries, and `no-store` unless a cache policy is set.
+fn security_headers(res: &mut Response) {
     let h = res.headers_mut();
     for (name, value) in [
         (header::CONTENT_SECURITY_POLICY, CSP),
@@ -236,9 +253,6 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
-    app.metrics()
-        .record(&route, &method, res.status().as_u16(), start.elapsed());
-    res
 }
 
 /// Binds `addr` and serves the app until `shutdown` completes.
@@ -251,16 +265,11 @@ pub async fn serve(
     serve_on(listener, router(state), shutdown).await
 }
 
-/// Serves a router on a bound listener (tests bind port 0 first).
+/// Serves a router on a bound listener with the default [`http::HttpLimits`] (tests bind port 0 first).
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    http::serve_on(listener, app, http::HttpLimits::default(), shutdown).await
 }

@@ -69,6 +69,15 @@ pub fn check_form(
             format!("A reason is required to {action} a flag. Describe what you checked and why."),
         ));
     }
+    if reason
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "The reason may not contain control characters (such as NUL); write it as plain text.",
+        ));
+    }
     if reason.chars().count() > MAX_REASON {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
@@ -287,5 +296,22 @@ mod tests {
         };
         assert!(check_form(ReviewAction::Confirm, &no_decision).is_err());
         assert!(check_form(ReviewAction::Dismiss, &no_decision).is_ok());
+    }
+
+    #[test]
+    fn reasons_with_control_characters_are_refused() {
+        let nul = ActionForm {
+            reason: "seen\0 twice".to_owned(),
+            ..ActionForm::default()
+        };
+        assert_eq!(
+            check_form(ReviewAction::Dismiss, &nul).map_err(|r| r.status),
+            Err(StatusCode::BAD_REQUEST)
+        );
+        let lines = ActionForm {
+            reason: "seen\r\n\tand checked".to_owned(),
+            ..ActionForm::default()
+        };
+        assert!(check_form(ReviewAction::Dismiss, &lines).is_ok());
     }
 }

@@ -1,11 +1,16 @@
 //! Read-only, bounded SQL over the lake for analysts, the dashboard console and the PostgreSQL endpoint.
 //!
-//! One [`Guard`] applies the same rules on every path: only queries (no DDL,
-//! DML or statements such as SET, checked statement by statement), no table
-//! functions (no file reading, no `generate_series` row bombs), a memory
-//! pool per session, a time limit per query that also stops streaming, a row
-//! limit where results are shown to people, and a log line per query.
+//! One [`Guard`] applies the same rules on every path: one query at a time
+//! (no DDL, DML or statements such as SET), no table functions (no file
+//! reading, no `generate_series` row bombs), a query size and nesting limit
+//! checked before planning ([`bounds`]), function calls bounded by the
+//! session's memory budget ([`crate::lake::bounded`]), a memory pool per
+//! session, a time limit per query that also stops streaming, planning and
+//! execution on a runtime of their own ([`bounds::runtime`]), a row limit
+//! where results are shown to people, the tables a role may read
+//! ([`TableAccess`]), and a log line per query.
 
+pub mod bounds;
 pub mod docs;
 pub mod pg;
 
@@ -52,6 +57,8 @@ pub enum SqlError {
     Timeout(Duration),
     #[error("{0}")]
     DataFusion(#[from] DataFusionError),
+    #[error("the SQL runtime failed: {0}")]
+    Runtime(String),
     #[error(transparent)]
     Lake(#[from] crate::lake::LakeError),
 }
@@ -186,7 +193,18 @@ pub fn saved_queries() -> Vec<SavedQuery> {
 
 /// Registers the views in a session.
 pub async fn register_views(ctx: &SessionContext) -> Result<(), DataFusionError> {
+    register_views_without(ctx, &[]).await
+}
+
+/// Registers the views that read none of the `hidden` tables.
+async fn register_views_without(
+    ctx: &SessionContext,
+    hidden: &[&str],
+) -> Result<(), DataFusionError> {
     for v in views() {
+        if hidden.iter().any(|t| v.sql.contains(t)) {
+            continue;
+        }
         ctx.sql(&format!("CREATE VIEW {} AS {}", v.name, v.sql))
             .await?
             .collect()
@@ -195,28 +213,83 @@ pub async fn register_views(ctx: &SessionContext) -> Result<(), DataFusionError>
     Ok(())
 }
 
+/// Which tables and views a session registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableAccess {
+    /// Every table and view (admins, compliance, the CLI: whoever holds the lake directory).
+    All,
+    /// Everything but the staff audit log and the views over it (analysts: `/audit` is closed to them too).
+    WithoutAudit,
+}
+
+/// Tables an analyst session does not register under [`TableAccess::WithoutAudit`].
+const AUDIT_TABLES: [&str; 1] = ["audit_log"];
+
+impl TableAccess {
+    /// The tables this access leaves out.
+    fn hidden_tables(self) -> &'static [&'static str] {
+        match self {
+            TableAccess::All => &[],
+            TableAccess::WithoutAudit => &AUDIT_TABLES,
+        }
+    }
+
+    /// Whether a query text may be run under this access: it names none of the tables left
+    /// out, nor a view over them (the console lists only the saved queries a role can run).
+    pub fn allows(self, sql: &str) -> bool {
+        let hidden = self.hidden_tables();
+        let views = views();
+        let hidden_views = views
+            .iter()
+            .filter(|v| hidden.iter().any(|t| v.sql.contains(t)))
+            .map(|v| v.name.as_str());
+        !hidden
+            .iter()
+            .copied()
+            .chain(hidden_views)
+            .any(|name| sql.contains(name))
+    }
+}
+
 /// A read-only SQL session over one snapshot of the lake.
 pub struct Guard {
     ctx: SessionContext,
     snapshot: Arc<Snapshot>,
     limits: QueryLimits,
+    /// The deadline the session's own planner puts in plans (set by callers that run one
+    /// query at a time on the session and plan it themselves: the PostgreSQL endpoint).
+    deadline: Arc<crate::lake::sql::SessionDeadline>,
 }
 
 impl Guard {
-    /// Opens a session on the latest committed snapshot.
+    /// Opens a session on the latest committed snapshot, with every table.
     pub async fn open(lake: &Lake, limits: QueryLimits) -> Result<Guard, SqlError> {
         let snapshot = lake.snapshot()?;
         Guard::on(snapshot, limits).await
     }
 
-    /// Opens a session on a given snapshot.
+    /// Opens a session on a given snapshot, with every table.
     pub async fn on(snapshot: Snapshot, limits: QueryLimits) -> Result<Guard, SqlError> {
+        Guard::with_access(snapshot, limits, TableAccess::All).await
+    }
+
+    /// Opens a session on a given snapshot with the tables `access` allows.
+    pub async fn with_access(
+        snapshot: Snapshot,
+        limits: QueryLimits,
+        access: TableAccess,
+    ) -> Result<Guard, SqlError> {
+        let deadline = Arc::new(crate::lake::sql::SessionDeadline::default());
         let lim = Limits {
             memory_bytes: limits.memory_bytes,
+            deadline: Some(Arc::clone(&deadline)),
             ..Limits::default()
         };
-        let ctx = session(&snapshot, &all_tables(), lim).await?;
-        register_views(&ctx).await?;
+        let mut tables = all_tables();
+        let hidden = access.hidden_tables();
+        tables.retain(|t| !hidden.contains(&t.name));
+        let ctx = session(&snapshot, &tables, lim).await?;
+        register_views_without(&ctx, hidden).await?;
         for f in ["generate_series", "range", "unnest"] {
             ctx.deregister_udtf(f);
         }
@@ -224,6 +297,7 @@ impl Guard {
             ctx,
             snapshot: Arc::new(snapshot),
             limits,
+            deadline,
         })
     }
 
@@ -232,22 +306,41 @@ impl Guard {
         &self.snapshot
     }
 
+    /// The session's planner deadline: [`crate::lake::sql::SessionDeadline::start`] before
+    /// planning a query outside [`Guard::query`] puts the time limit inside its plan.
+    pub fn deadline(&self) -> &Arc<crate::lake::sql::SessionDeadline> {
+        &self.deadline
+    }
+
     /// The underlying DataFusion session (for registering views).
     pub fn context(&self) -> &SessionContext {
         &self.ctx
     }
 
-    /// Checks that every statement of `sql` is a read query.
+    /// Checks that `sql` is one read query (or `SHOW`) within the size and nesting limits.
     pub fn check(sql: &str) -> Result<(), SqlError> {
+        bounds::check_size(sql)?;
         let statements = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})
             .map_err(|e| SqlError::Refused(e.to_string()))?;
-        if statements.is_empty() {
-            return Err(SqlError::Refused("empty query".into()));
+        let statements: Vec<DFStatement> = statements.into_iter().collect();
+        match statements.len() {
+            0 => return Err(SqlError::Refused("empty query".into())),
+            1 => {}
+            n => {
+                return Err(SqlError::Refused(format!(
+                    "{n} statements in one query; send one statement at a time"
+                )));
+            }
         }
+        bounds::check_shape(&statements)?;
         for s in &statements {
             match s {
                 DFStatement::Statement(st) => match st.as_ref() {
-                    Statement::Query(_) => {}
+                    Statement::Query(_)
+                    | Statement::ShowVariable { .. }
+                    | Statement::ShowTables { .. }
+                    | Statement::ShowColumns { .. }
+                    | Statement::ShowFunctions { .. } => {}
                     Statement::Explain { statement, .. }
                         if matches!(statement.as_ref(), Statement::Query(_)) => {}
                     other => {
@@ -280,14 +373,10 @@ impl Guard {
     }
 
     /// Starts one read query and returns its stream (the caller applies [`Guard::collect`] or streams it).
+    ///
+    /// Planning runs where this is awaited: callers outside [`Guard::query`] run it on [`bounds::runtime`].
     pub async fn stream(&self, sql: &str) -> Result<SendableRecordBatchStream, SqlError> {
-        Guard::check(sql)?;
-        let opts = datafusion::execution::context::SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(false)
-            .with_allow_statements(false);
-        let df = self.ctx.sql_with_options(sql, opts).await?;
-        Ok(df.execute_stream().await?)
+        plan_stream(&self.ctx, sql, self.limits.timeout).await
     }
 
     /// Runs a read query to completion within the time and row limits, logging who ran what.
@@ -330,9 +419,11 @@ impl Guard {
         sql: &str,
         max_rows: Option<usize>,
     ) -> Result<Vec<RecordBatch>, SqlError> {
-        let timeout = self.limits.timeout;
-        let work = async {
-            let mut stream = self.stream(sql).await?;
+        let ctx = self.ctx.clone();
+        let sql = sql.to_owned();
+        let limit = self.limits.timeout;
+        bounds::run_bounded(limit, async move {
+            let mut stream = plan_stream(&ctx, &sql, limit).await?;
             let schema = stream.schema();
             let mut out = Vec::new();
             let mut rows = 0usize;
@@ -350,13 +441,28 @@ impl Guard {
             if out.is_empty() {
                 out.push(RecordBatch::new_empty(schema));
             }
-            Ok::<_, SqlError>(out)
-        };
-        match tokio::time::timeout(timeout, work).await {
-            Ok(r) => r,
-            Err(_) => Err(SqlError::Timeout(timeout)),
-        }
+            Ok(out)
+        })
+        .await
     }
+}
+
+/// Checks and plans one read query in `ctx`, and starts it; past `limit` from now, its operators
+/// stop at their next batch ([`crate::lake::sql::DeadlineExec`]).
+async fn plan_stream(
+    ctx: &SessionContext,
+    sql: &str,
+    limit: Duration,
+) -> Result<SendableRecordBatchStream, SqlError> {
+    Guard::check(sql)?;
+    let opts = datafusion::execution::context::SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    let df = ctx.sql_with_options(sql, opts).await?;
+    let task = Arc::new(df.task_ctx());
+    let plan = crate::lake::sql::DeadlineExec::wrap(df.create_physical_plan().await?, limit)?;
+    Ok(datafusion::physical_plan::execute_stream(plan, task)?)
 }
 
 fn truncate(batches: Vec<RecordBatch>, max: usize) -> Vec<RecordBatch> {

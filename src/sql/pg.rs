@@ -18,13 +18,23 @@
 //! * [`Bounded`]: the per-query time limit applies to planning and to the
 //!   streaming of results (the stream ends with SQLSTATE 57014), and every
 //!   query is logged with who, what, how long and how many rows;
+//! * the same size and nesting limits as every other path ([`super::bounds`]),
+//!   one statement per query, and every connection served on the SQL runtime
+//!   ([`super::bounds::runtime`]), apart from the dashboard's threads;
 //! * the memory limit of the session's pool (operators spill beyond it), and
-//!   at most `max_connections` connections, which bounds the total.
+//!   at most `max_connections` authenticated connections, which bounds the
+//!   total: a slot is taken only once the password is right (the next one is
+//!   told SQLSTATE 53300, "too many connections"); a connection that has not
+//!   authenticated within `handshake_timeout` is closed, and at most
+//!   `max_handshakes` may be authenticating at once. No SQL session exists
+//!   before authentication, and an analyst's session has no audit log
+//!   ([`super::TableAccess`]).
 
 use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -58,7 +68,7 @@ use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontend
 use datafusion_postgres::{DfSessionService, QueryHook};
 use futures::{Sink, SinkExt, StreamExt};
 
-use super::{Guard, QueryLimits};
+use super::{Guard, QueryLimits, TableAccess, bounds};
 use crate::lake::Lake;
 use crate::serve::auth::LoginLimiter;
 use crate::serve::users::{Role, dummy_hash, load_users, verify_password};
@@ -72,10 +82,14 @@ pub struct PgConfig {
     pub users_file: PathBuf,
     /// Limits of each query (`max_rows` is not used: clients fetch what they need).
     pub limits: QueryLimits,
-    /// Connections served at once; more are refused.
+    /// Authenticated connections served at once; the next is refused with SQLSTATE 53300.
     pub max_connections: usize,
     /// Failed logins per user and per address within 15 minutes.
     pub login_max_failures: u32,
+    /// Time a new connection has to authenticate before it is closed.
+    pub handshake_timeout: Duration,
+    /// Connections that may be authenticating at once; more are closed on arrival.
+    pub max_handshakes: usize,
 }
 
 impl PgConfig {
@@ -87,6 +101,8 @@ impl PgConfig {
             limits: QueryLimits::default(),
             max_connections: 16,
             login_max_failures: 5,
+            handshake_timeout: Duration::from_secs(5),
+            max_handshakes: 64,
         }
     }
 }
@@ -101,6 +117,19 @@ fn user_error(code: &str, message: String) -> PgWireError {
         message,
     )))
 }
+
+/// An error that ends the connection (every error before authentication is one:
+/// after a plain error the wire library would treat the client as ready for queries).
+fn fatal(code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".to_owned(),
+        code.to_owned(),
+        message,
+    )))
+}
+
+/// SQLSTATE `too_many_connections`.
+const TOO_MANY_CONNECTIONS: &str = "53300";
 
 /// Session parameters clients set on connect; accepted (they change only how values are shown).
 const HARMLESS_SET: [&str; 9] = [
@@ -166,17 +195,30 @@ pub fn refusal(statement: &Statement) -> Option<String> {
     }
 }
 
-/// Checks a query text before the wire's own parser sees it, with DataFusion's
-/// parser: catches what only DataFusion parses (`CREATE EXTERNAL TABLE`,
-/// `COPY ... TO`) with the same messages as the CLI. Text DataFusion cannot
+/// Checks a query text before the wire's own parser sees it: its size and,
+/// with DataFusion's parser, its nesting and statements (what only DataFusion
+/// parses, `CREATE EXTERNAL TABLE` and `COPY ... TO`, gets the same messages as
+/// the CLI; several statements in one text are refused). Text DataFusion cannot
 /// parse is left to the wire's parser, and every parsed statement still
 /// meets [`ReadOnlyHook`].
 pub fn precheck(sql: &str) -> PgWireResult<()> {
     use datafusion::sql::parser::DFParser;
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    bounds::check_size(sql).map_err(|e| user_error(PROGRAM_LIMIT, e.to_string()))?;
     let Ok(statements) = DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}) else {
         return Ok(());
     };
+    let statements: Vec<DFStatement> = statements.into_iter().collect();
+    if statements.len() > 1 {
+        return Err(user_error(
+            READ_ONLY,
+            format!(
+                "refused: {} statements in one query; send one statement at a time",
+                statements.len()
+            ),
+        ));
+    }
+    bounds::check_shape(&statements).map_err(|e| user_error(PROGRAM_LIMIT, e.to_string()))?;
     for s in &statements {
         let why = match s {
             DFStatement::Statement(st) => refusal(st),
@@ -194,9 +236,30 @@ pub fn precheck(sql: &str) -> PgWireResult<()> {
     Ok(())
 }
 
+/// SQLSTATE `program_limit_exceeded` (a query too long or too deeply nested).
+const PROGRAM_LIMIT: &str = "54000";
+
+/// A connection's SQL session: the wire service, and the deadline its planner puts in plans.
+pub struct Session {
+    service: Arc<DfSessionService>,
+    deadline: Arc<crate::lake::sql::SessionDeadline>,
+}
+
+/// The connection's SQL session, made once the client has authenticated.
+type SessionCell = Arc<OnceLock<Session>>;
+
+fn session_of(cell: &SessionCell) -> PgWireResult<&Session> {
+    cell.get().ok_or_else(|| {
+        fatal(
+            "28000",
+            "authenticate first: this connection has no SQL session".into(),
+        )
+    })
+}
+
 /// The extended protocol's parser, with [`precheck`] first.
 pub struct CheckedParser {
-    inner: Arc<<DfSessionService as ExtendedQueryHandler>::QueryParser>,
+    session: SessionCell,
 }
 
 #[async_trait]
@@ -213,11 +276,15 @@ impl QueryParser for CheckedParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         precheck(sql)?;
-        self.inner.parse_sql(client, sql, types).await
+        let parser = session_of(&self.session)?.service.query_parser();
+        parser.parse_sql(client, sql, types).await
     }
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
-        self.inner.get_parameter_types(stmt)
+        session_of(&self.session)?
+            .service
+            .query_parser()
+            .get_parameter_types(stmt)
     }
 
     fn get_result_schema(
@@ -225,7 +292,10 @@ impl QueryParser for CheckedParser {
         stmt: &Self::Statement,
         column_format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
-        self.inner.get_result_schema(stmt, column_format)
+        session_of(&self.session)?
+            .service
+            .query_parser()
+            .get_result_schema(stmt, column_format)
     }
 }
 
@@ -374,7 +444,7 @@ fn bounded_response(
 
 /// `datafusion-postgres`'s session service with Vigie's time limit and query log.
 pub struct Bounded {
-    inner: Arc<DfSessionService>,
+    session: SessionCell,
     parser: Arc<CheckedParser>,
     limit: Duration,
 }
@@ -402,16 +472,19 @@ impl SimpleQueryHandler for Bounded {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let session = session_of(&self.session)?;
+        let inner = &session.service;
         let log = Bounded::log(client, query);
         if let Err(e) = precheck(query) {
             log.done(0, "refused");
             return Err(e);
         }
+        session.deadline.start(self.limit);
         let deadline = tokio::time::Instant::now() + self.limit;
         let started = log.started;
         let planned = tokio::time::timeout_at(
             deadline,
-            SimpleQueryHandler::do_query(self.inner.as_ref(), client, query),
+            SimpleQueryHandler::do_query(inner.as_ref(), client, query),
         )
         .await;
         let responses = match planned {
@@ -460,11 +533,14 @@ impl ExtendedQueryHandler for Bounded {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let session = session_of(&self.session)?;
+        let inner = &session.service;
+        session.deadline.start(self.limit);
         let log = Bounded::log(client, &portal.statement.statement.0);
         let deadline = tokio::time::Instant::now() + self.limit;
         match tokio::time::timeout_at(
             deadline,
-            ExtendedQueryHandler::do_query(self.inner.as_ref(), client, portal, max_rows),
+            ExtendedQueryHandler::do_query(inner.as_ref(), client, portal, max_rows),
         )
         .await
         {
@@ -481,28 +557,64 @@ impl ExtendedQueryHandler for Bounded {
     }
 }
 
-/// Password authentication against the staff file (analyst and admin only).
+/// Password authentication against the staff file (analyst and admin only);
+/// once it succeeds, the connection's slot and SQL session.
 pub struct PasswordStartup {
-    users_file: PathBuf,
+    cfg: Arc<PgConfig>,
     limiter: Arc<LoginLimiter>,
     peer: SocketAddr,
     parameters: DefaultServerParameterProvider,
     keys: RandomPidSecretKeyGenerator,
+    /// Slots of authenticated connections, shared by the endpoint.
+    slots: Arc<tokio::sync::Semaphore>,
+    /// This connection's slot once authenticated; its place among handshakes before.
+    permit: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    session: SessionCell,
+    authenticated: Arc<AtomicBool>,
 }
 
 impl PasswordStartup {
-    /// Whether `user` may connect with `password` (argon2, constant work for unknown users).
-    fn check(users_file: &std::path::Path, user: &str, password: &str) -> bool {
+    /// The role of `user` when `password` is right and the role may connect
+    /// (argon2, constant work for unknown users).
+    fn check(users_file: &std::path::Path, user: &str, password: &str) -> Option<Role> {
         let users = load_users(users_file).unwrap_or_default();
         match users.iter().find(|u| u.username == user) {
-            Some(u) => {
-                verify_password(&u.hash, password) && matches!(u.role, Role::Analyst | Role::Admin)
-            }
+            Some(u) => (verify_password(&u.hash, password)
+                && matches!(u.role, Role::Analyst | Role::Admin))
+            .then_some(u.role),
             None => {
                 let _ = verify_password(dummy_hash(), password);
-                false
+                None
             }
         }
+    }
+
+    /// Takes a slot and opens the SQL session of an authenticated `role`.
+    async fn admit(&self, role: Role) -> PgWireResult<()> {
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            tracing::warn!(target: "vigie::sql", peer = %self.peer, "pg connection refused: too many connections");
+            return Err(fatal(
+                TOO_MANY_CONNECTIONS,
+                format!(
+                    "sorry, too many connections: Vigie serves at most {} at once",
+                    self.cfg.max_connections
+                ),
+            ));
+        };
+        let access = match role {
+            Role::Admin => TableAccess::All,
+            _ => TableAccess::WithoutAudit,
+        };
+        let service = session_service(&self.cfg, access)
+            .await
+            .map_err(|e| fatal("58000", format!("the SQL session could not start: {e}")))?;
+        if self.session.set(service).is_err() {
+            return Err(fatal("08P01", "already authenticated".into()));
+        }
+        // The handshake's place is given back; the slot is held until the connection ends.
+        *self.permit.lock().unwrap_or_else(|e| e.into_inner()) = Some(slot);
+        self.authenticated.store(true, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -530,6 +642,9 @@ impl StartupHandler for PasswordStartup {
                     .await?;
             }
             PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
+                if self.authenticated.load(Ordering::SeqCst) {
+                    return Err(fatal("08P01", "already authenticated".into()));
+                }
                 let password = pwd.into_password()?.password;
                 let user = client
                     .metadata()
@@ -541,24 +656,25 @@ impl StartupHandler for PasswordStartup {
                     format!("pg-ip:{}", self.peer.ip()),
                 ];
                 if self.limiter.blocked(&keys).is_some() {
-                    return Err(user_error(
+                    return Err(fatal(
                         "28P01",
                         "too many failed logins: try again later".into(),
                     ));
                 }
-                let file = self.users_file.clone();
+                let file = self.cfg.users_file.clone();
                 let who = user.clone();
-                let ok = tokio::task::spawn_blocking(move || {
+                let role = tokio::task::spawn_blocking(move || {
                     PasswordStartup::check(&file, &who, &password)
                 })
                 .await
-                .unwrap_or(false);
-                if !ok {
+                .unwrap_or(None);
+                let Some(role) = role else {
                     self.limiter.fail(&keys);
                     tracing::warn!(target: "vigie::sql", user, peer = %self.peer, "pg login refused");
                     return Err(PgWireError::InvalidPassword(user));
-                }
+                };
                 self.limiter.reset(&keys[0]);
+                self.admit(role).await?;
                 let (pid, secret) = self.keys.generate(client);
                 client.set_pid_and_secret_key(pid, secret);
                 finish_authentication(client, &self.parameters).await?;
@@ -599,14 +715,11 @@ pub enum PgError {
     Catalog(String),
 }
 
-/// The SQL session and handlers of a new connection, on the latest snapshot.
-pub async fn connection(
-    cfg: &PgConfig,
-    limiter: Arc<LoginLimiter>,
-    peer: SocketAddr,
-) -> Result<Connection, PgError> {
-    let lake = Lake::open(&cfg.lake).map_err(super::SqlError::from)?;
-    let guard = Guard::open(&lake, cfg.limits).await?;
+/// The SQL session of an authenticated connection, on the latest snapshot.
+async fn session_service(cfg: &PgConfig, access: TableAccess) -> Result<Session, PgError> {
+    let lake = Lake::open_existing(&cfg.lake).map_err(super::SqlError::from)?;
+    let snapshot = lake.snapshot().map_err(super::SqlError::from)?;
+    let guard = Guard::with_access(snapshot, cfg.limits, access).await?;
     let ctx = Arc::new(guard.context().clone());
     datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog(
         &ctx,
@@ -620,32 +733,49 @@ pub async fn connection(
         Arc::new(SetShowHook),
         Arc::new(TransactionStatementHook),
     ];
+    Ok(Session {
+        service: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
+        deadline: Arc::clone(guard.deadline()),
+    })
+}
+
+/// The handlers of a new connection (no SQL session until it authenticates).
+fn connection(
+    cfg: &Arc<PgConfig>,
+    limiter: Arc<LoginLimiter>,
+    peer: SocketAddr,
+    slots: Arc<tokio::sync::Semaphore>,
+    handshake: tokio::sync::OwnedSemaphorePermit,
+) -> Connection {
     let mut parameters = DefaultServerParameterProvider::default();
     parameters.is_superuser = false;
     parameters.default_transaction_read_only = true;
     parameters.search_path = "lake".to_owned();
-    Ok(Connection {
-        service: {
-            let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
-            Arc::new(Bounded {
-                parser: Arc::new(CheckedParser {
-                    inner: inner.query_parser(),
-                }),
-                inner,
-                limit: cfg.limits.timeout,
-            })
-        },
+    let session: SessionCell = Arc::new(OnceLock::new());
+    Connection {
+        service: Arc::new(Bounded {
+            parser: Arc::new(CheckedParser {
+                session: Arc::clone(&session),
+            }),
+            session: Arc::clone(&session),
+            limit: cfg.limits.timeout,
+        }),
         startup: Arc::new(PasswordStartup {
-            users_file: cfg.users_file.clone(),
+            cfg: Arc::clone(cfg),
             limiter,
             peer,
             parameters,
             keys: RandomPidSecretKeyGenerator::default(),
+            slots,
+            permit: Mutex::new(Some(handshake)),
+            session,
+            authenticated: Arc::new(AtomicBool::new(false)),
         }),
-    })
+    }
 }
 
-/// Serves connections on a bound listener until `shutdown` resolves.
+/// Serves connections on a bound listener until `shutdown` resolves; each
+/// connection runs on the SQL runtime.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     cfg: PgConfig,
@@ -657,6 +787,8 @@ pub async fn serve(
         Duration::from_secs(15 * 60),
     ));
     let slots = Arc::new(tokio::sync::Semaphore::new(cfg.max_connections.max(1)));
+    let handshakes = Arc::new(tokio::sync::Semaphore::new(cfg.max_handshakes.max(1)));
+    let runtime = bounds::runtime().map_err(std::io::Error::other)?;
     tokio::pin!(shutdown);
     loop {
         let (socket, peer) = tokio::select! {
@@ -669,28 +801,50 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "pg connection refused: too many connections");
+        let Ok(handshake) = handshakes.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "pg connection closed: too many connections authenticating");
             drop(socket);
             continue;
         };
-        let cfg = Arc::clone(&cfg);
-        let limiter = Arc::clone(&limiter);
-        tokio::spawn(async move {
-            let _permit = permit;
-            match connection(&cfg, limiter, peer).await {
-                Ok(handlers) => {
-                    if let Err(e) = datafusion_postgres::pgwire::tokio::process_socket(
-                        socket,
-                        None,
-                        Arc::new(handlers),
-                    )
-                    .await
-                    {
-                        tracing::debug!(%peer, error = %e, "pg connection ended");
-                    }
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "pg connection lost");
+                continue;
+            }
+        };
+        let handlers = connection(
+            &cfg,
+            Arc::clone(&limiter),
+            peer,
+            Arc::clone(&slots),
+            handshake,
+        );
+        let authenticated = Arc::clone(&handlers.startup.authenticated);
+        let timeout = cfg.handshake_timeout;
+        runtime.spawn(async move {
+            let socket = match tokio::net::TcpStream::from_std(socket) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "pg connection lost");
+                    return;
                 }
-                Err(e) => tracing::warn!(%peer, error = %e, "pg session could not start"),
+            };
+            let conn =
+                datafusion_postgres::pgwire::tokio::process_socket(socket, None, Arc::new(handlers));
+            tokio::pin!(conn);
+            let ended = tokio::select! {
+                ended = &mut conn => ended,
+                _ = tokio::time::sleep(timeout) => {
+                    if !authenticated.load(Ordering::SeqCst) {
+                        tracing::info!(%peer, "pg connection closed: no authentication within {timeout:?}");
+                        return;
+                    }
+                    conn.await
+                }
+            };
+            if let Err(e) = ended {
+                tracing::debug!(%peer, error = %e, "pg connection ended");
             }
         });
     }
@@ -746,7 +900,9 @@ mod tests {
 
     #[test]
     fn the_precheck_catches_datafusion_statements() {
-        assert!(precheck("SELECT 1; SELECT 2").is_ok());
+        assert!(precheck("SELECT 1").is_ok());
+        assert!(precheck("SELECT 1; SELECT 2").is_err());
+        assert!(precheck(&format!("SELECT 1{}", "+1".repeat(2000))).is_err());
         for bad in [
             "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
             "COPY (SELECT 1) TO '/tmp/x.csv'",

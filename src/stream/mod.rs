@@ -159,13 +159,17 @@ pub struct Follower {
 impl Follower {
     /// Log files of `dir` that are new or changed since the last [`Follower::mark`].
     pub fn changed(&self, dir: &Path) -> Result<Vec<(PathBuf, Option<Seen>)>, StreamError> {
-        let files = ingest::source::discover(&[dir.to_path_buf()]).map_err(|source| {
+        let found = ingest::source::discover(&[dir.to_path_buf()]).map_err(|source| {
             StreamError::Follow {
                 path: dir.to_path_buf(),
                 source,
             }
         })?;
-        Ok(files
+        for (d, e) in &found.unreadable {
+            tracing::warn!(path = %d.display(), error = %e, "unreadable directory skipped");
+        }
+        Ok(found
+            .files
             .into_iter()
             .filter_map(|p| {
                 let now = seen(&p);
@@ -416,10 +420,14 @@ fn ingest_loop(
                             return Err(StreamError::DeriveStopped);
                         }
                     }
-                    // Unreadable files are not marked: they are looked at again next time.
-                    if r.files_unreadable == 0 {
-                        follower.mark(changed);
-                    }
+                    // Unreadable files and archives that may still grow are not marked:
+                    // they are looked at again next time.
+                    follower.mark(
+                        changed
+                            .into_iter()
+                            .filter(|(p, _)| !r.retry.contains(p))
+                            .collect(),
+                    );
                 }
                 Err(StreamError::Ingest(IngestError::SourceChanged(p))) => {
                     tracing::warn!(file = %p.display(), "file changed while read; batch retried");

@@ -1,6 +1,8 @@
 //! `POST /ingest`: servers that push NDJSON instead of writing files, through the same validation, quarantine, commit and incremental path.
 //!
-//! The body is spooled to `LAKE/_vigie/inbox/` and fsynced, then ingested as
+//! The bearer token is checked before the body is read; at most
+//! [`MAX_UPLOADS`] bodies are read at once, each streamed (never held whole in
+//! memory) to `LAKE/_vigie/inbox/` up to [`MAX_BODY`] bytes and fsynced, then ingested as
 //! a source file like any other (one commit); the answer comes only after the
 //! commit is durable, with the lake version and the counts. A retried body
 //! (same bytes) is recognised by its fingerprint and adds nothing. Requests
@@ -13,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -25,6 +27,9 @@ use crate::lake::Lake;
 
 /// Largest body accepted (bytes).
 pub const MAX_BODY: usize = 64 << 20;
+
+/// Bodies read at once; a request beyond is answered `503` with `Retry-After`.
+pub const MAX_UPLOADS: usize = 4;
 
 /// Configuration of the push endpoint.
 #[derive(Debug, Clone)]
@@ -55,6 +60,8 @@ struct PushState {
     /// New data since the last replay; the derive worker runs while set.
     dirty: Arc<AtomicBool>,
     derive: Arc<std::sync::Mutex<Derive>>,
+    /// Bodies being read.
+    uploads: Arc<tokio::sync::Semaphore>,
 }
 
 /// The router of `POST /ingest`.
@@ -65,6 +72,7 @@ pub fn router(cfg: PushConfig) -> Router {
         commit: Arc::new(tokio::sync::Mutex::new(())),
         dirty: Arc::new(AtomicBool::new(false)),
         derive: Arc::new(std::sync::Mutex::new(derive)),
+        uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
     };
     Router::new()
         .route("/ingest", post(ingest))
@@ -91,22 +99,69 @@ fn json(status: StatusCode, v: serde_json::Value) -> Response {
     (status, axum::Json(v)).into_response()
 }
 
-async fn ingest(State(st): State<PushState>, headers: HeaderMap, body: Bytes) -> Response {
-    if !authorized(&st.cfg, &headers) {
+/// Why a body could not be spooled.
+enum SpoolError {
+    Empty,
+    TooLarge,
+    Body(String),
+    Io(std::io::Error),
+}
+
+/// The `Content-Length` a request announces, if any.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+async fn ingest(State(st): State<PushState>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    // The token is checked before a byte of the body is read.
+    if !authorized(&st.cfg, &parts.headers) {
         return json(
             StatusCode::UNAUTHORIZED,
             serde_json::json!({ "error": "a valid bearer token is required" }),
         );
     }
-    if body.is_empty() {
-        return json(
-            StatusCode::BAD_REQUEST,
-            serde_json::json!({ "error": "empty body: send NDJSON, one event per line" }),
-        );
+    if content_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large();
     }
+    let Ok(_upload) = Arc::clone(&st.uploads).try_acquire_owned() else {
+        let mut res = json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({ "error": format!("{MAX_UPLOADS} uploads are being read: send again shortly") }),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return res;
+    };
+    let path = match spool(&st.cfg, body).await {
+        Ok(p) => p,
+        Err(SpoolError::Empty) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": "empty body: send NDJSON, one event per line" }),
+            );
+        }
+        Err(SpoolError::TooLarge) => return too_large(),
+        Err(SpoolError::Body(e)) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": format!("the body could not be read, send again: {e}") }),
+            );
+        }
+        Err(SpoolError::Io(e)) => {
+            tracing::error!(error = %e, "spooling a push failed");
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "error": "not committed, send again" }),
+            );
+        }
+    };
     let guard = st.commit.lock().await;
     let cfg = Arc::clone(&st.cfg);
-    let result = tokio::task::spawn_blocking(move || commit_body(&cfg, &body)).await;
+    let result = tokio::task::spawn_blocking(move || commit_spooled(&cfg, &path)).await;
     drop(guard);
     match result {
         Ok(Ok(r)) => {
@@ -138,30 +193,94 @@ async fn ingest(State(st): State<PushState>, headers: HeaderMap, body: Bytes) ->
     }
 }
 
-/// Spools the body (durably), ingests it in one commit, removes the spool file.
-fn commit_body(cfg: &PushConfig, body: &[u8]) -> Result<crate::ingest::IngestReport, String> {
-    use std::io::Write;
-    let lake = Lake::open(&cfg.lake).map_err(|e| e.to_string())?;
-    let inbox = lake.root().join("_vigie/inbox");
-    std::fs::create_dir_all(&inbox).map_err(|e| e.to_string())?;
-    let name = format!(
-        "push-{}-{}.jsonl",
-        crate::lake::now_ms(),
-        crate::lake::hex(&Sha256::digest(body)[..8])
-    );
-    let path = inbox.join(name);
-    {
-        let mut f = std::fs::File::create(&path).map_err(|e| e.to_string())?;
-        f.write_all(body).map_err(|e| e.to_string())?;
-        // The body is complete: a last line without newline is a whole line.
-        if !body.ends_with(b"\n") {
-            f.write_all(b"\n").map_err(|e| e.to_string())?;
+fn too_large() -> Response {
+    json(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        serde_json::json!({ "error": format!("the body is larger than {MAX_BODY} bytes: send smaller batches") }),
+    )
+}
+
+/// Streams the body to a spool file in `LAKE/_vigie/inbox/` (at most [`MAX_BODY`] bytes, never
+/// held whole in memory), fsynced, with a complete last line.
+async fn spool(cfg: &PushConfig, body: Body) -> Result<PathBuf, SpoolError> {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let inbox = cfg.lake.join("_vigie/inbox");
+    tokio::fs::create_dir_all(&inbox)
+        .await
+        .map_err(SpoolError::Io)?;
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| SpoolError::Io(std::io::Error::other(e)))?;
+    let part = inbox.join(format!(".push-{}.part", crate::lake::hex(&nonce)));
+    // Removes the partial file however this ends: an error, or the request dropped mid-body
+    // (the client went away and the server cancelled the handler).
+    struct Partial(Option<PathBuf>);
+    impl Drop for Partial {
+        fn drop(&mut self) {
+            if let Some(p) = self.0.take() {
+                let _ = std::fs::remove_file(p);
+            }
         }
-        f.sync_all().map_err(|e| e.to_string())?;
     }
-    let result = super::commit_batch(&lake, std::slice::from_ref(&path)).map_err(|e| e.to_string());
+    let mut partial = Partial(Some(part.clone()));
+    let result = async {
+        let mut f = tokio::fs::File::create(&part)
+            .await
+            .map_err(SpoolError::Io)?;
+        let mut hash = Sha256::new();
+        let mut len = 0usize;
+        let mut last = 0u8;
+        let mut chunks = body.into_data_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| SpoolError::Body(e.to_string()))?;
+            len += chunk.len();
+            if len > MAX_BODY {
+                return Err(SpoolError::TooLarge);
+            }
+            if let Some(b) = chunk.last() {
+                last = *b;
+            }
+            hash.update(&chunk);
+            f.write_all(&chunk).await.map_err(SpoolError::Io)?;
+        }
+        if len == 0 {
+            return Err(SpoolError::Empty);
+        }
+        // The body is complete: a last line without newline is a whole line.
+        if last != b'\n' {
+            f.write_all(b"\n").await.map_err(SpoolError::Io)?;
+        }
+        f.sync_all().await.map_err(SpoolError::Io)?;
+        let path = inbox.join(format!(
+            "push-{}-{}.jsonl",
+            crate::lake::now_ms(),
+            crate::lake::hex(&hash.finalize()[..8])
+        ));
+        tokio::fs::rename(&part, &path)
+            .await
+            .map_err(SpoolError::Io)?;
+        Ok(path)
+    }
+    .await;
+    if result.is_ok() {
+        // Renamed into place: nothing partial is left.
+        partial.0 = None;
+    }
+    result
+}
+
+/// Ingests a spooled body in one commit, then removes the spool file.
+fn commit_spooled(
+    cfg: &PushConfig,
+    path: &std::path::Path,
+) -> Result<crate::ingest::IngestReport, String> {
+    let result = Lake::open(&cfg.lake)
+        .map_err(|e| e.to_string())
+        .and_then(|lake| {
+            super::commit_batch(&lake, &[path.to_path_buf()]).map_err(|e| e.to_string())
+        });
     // Committed or not, the spool file is not needed: the caller sends again on failure.
-    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path);
     result
 }
 

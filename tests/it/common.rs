@@ -20,9 +20,24 @@ pub fn shared_sample() -> PathBuf {
     shared().join("fixtures/server-logs/sample.jsonl")
 }
 
+/// The `vigie` binary of this build, copied once per test run: another checkout building into
+/// the same target directory replaces `target/debug/vigie`, never this copy.
+pub fn vigie_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let built = Path::new(env!("CARGO_BIN_EXE_vigie"));
+        let dir =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("binary dir");
+        let copy = dir.join("vigie");
+        std::fs::copy(built, &copy).expect("copy the vigie binary");
+        copy
+    })
+}
+
 /// Runs the `vigie` binary.
 pub fn vigie(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vigie"))
+    Command::new(vigie_bin())
         .args(args)
         .env("VIGIE_LOG", "warn")
         .output()

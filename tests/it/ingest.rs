@@ -348,7 +348,7 @@ fn killed_at_each_commit_step_then_rerun_matches_an_uninterrupted_run() {
     assert!(out.status.success());
     for point in ["before_commit", "after_commit", "after_rename"] {
         let lake = dir.path().join(point);
-        let status = Command::new(env!("CARGO_BIN_EXE_vigie"))
+        let status = Command::new(crate::common::vigie_bin())
             .args([
                 "ingest",
                 "--quiet",
@@ -402,7 +402,7 @@ fn sigkill_at_random_moments_then_rerun_matches_an_uninterrupted_run() {
         x ^= x << 17;
         // Somewhere in the first 60 % of an uninterrupted run: before its one commit.
         let at = full / 20 + x % (full * 11 / 20).max(1);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vigie"))
+        let mut child = Command::new(crate::common::vigie_bin())
             .args([
                 "ingest",
                 "--quiet",

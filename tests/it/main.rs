@@ -9,6 +9,7 @@ mod engines;
 mod ingest;
 mod replay;
 mod report;
+mod security;
 mod sim;
 mod sql;
 mod stream;

@@ -50,7 +50,7 @@ impl Rng {
 }
 
 fn streamer(follow: &Path, lake: &Path, once: bool) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vigie"));
+    let mut cmd = Command::new(crate::common::vigie_bin());
     cmd.args(["stream", "--follow"])
         .arg(follow)
         .arg("--lake")

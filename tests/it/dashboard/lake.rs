@@ -316,7 +316,25 @@ async fn sql_console_runs_saved_queries_refuses_writes_and_downloads_csv() {
     let page = body(app.get("/sql", Some(&cookie)).await).await;
     let saved = vigie::sql::saved_queries();
     assert!(saved.len() >= 15, "{}", saved.len());
-    for s in &saved {
+    // An analyst is not offered the queries over the staff audit log (an admin is).
+    let (admin, _) = app.session("adam", Role::Admin);
+    let admin_page = body(app.get("/sql", Some(&admin)).await).await;
+    let (analyst_saved, audit_saved): (Vec<_>, Vec<_>) = saved
+        .iter()
+        .partition(|s| vigie::sql::TableAccess::WithoutAudit.allows(&s.sql));
+    assert!(!audit_saved.is_empty());
+    for s in &audit_saved {
+        let link = format!("/sql?saved={}", s.name);
+        assert!(!page.contains(&link), "{} offered to an analyst", s.name);
+        assert!(
+            admin_page.contains(&link),
+            "{} not offered to an admin",
+            s.name
+        );
+        let r = app.get(&link, Some(&cookie)).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{}", s.name);
+    }
+    for s in analyst_saved {
         assert!(
             page.contains(&format!("/sql?saved={}", s.name)),
             "{} not listed",

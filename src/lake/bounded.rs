@@ -1,0 +1,829 @@
+//! Every scalar function of an analyst session, bounded: no call builds a value larger than the session's budget allows, and none does quadratic work past a fixed amount.
+//!
+//! DataFusion's memory pool accounts for what operators hold (hash tables,
+//! sort buffers, aggregate states), not for the values a function returns:
+//! `repeat(repeat('x', 100000000), 8)` allocated 3.2 GB with a 64 MiB pool, and
+//! `levenshtein` over two 100,000-character strings held a core for 14 s, out of
+//! reach of the time limit (a query can only be stopped between batches).
+//!
+//! So an analyzer rule ([`BoundFunctions`], also run as the last optimizer
+//! rule) wraps every scalar function call of a plan in [`Bounded`], and turns
+//! the string operator `||` into a bounded function with the same kernel
+//! ([`StringConcat`]). Before a call, [`Bounded`] predicts the size of its
+//! result from its arguments (their sizes for most functions; a formula for
+//! the functions whose result can be much larger than their arguments:
+//! `repeat`, `lpad`, `rpad`, `replace`, `regexp_replace`, `array_repeat`,
+//! `range`, `generate_series`, `array_resize`, `array_to_string`) and refuses
+//! past [`value_cap`]; after it, it checks the actual result the same way.
+//! `levenshtein`, `array_has_all` and `array_has_any` compare every element
+//! of one argument with every element of the other: a call may do at most
+//! [`MAX_PAIR_WORK`] comparisons. Constant folding during planning calls the
+//! same wrappers, so a refused value is never built at plan time either; and
+//! the constant values one query folds into its plan (which optimizer passes
+//! copy) may take at most [`MAX_CONSTANT_BYTES`] together.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, Schema};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{DataFusionError, ExprSchema, Result, ScalarValue};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::interval_arithmetic::Interval;
+use datafusion::logical_expr::preimage::PreimageResult;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::sort_properties::{ExprProperties, SortProperties};
+use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
+use datafusion::logical_expr::{
+    BinaryExpr, ColumnarValue, Documentation, Expr, ExpressionPlacement, LogicalPlan, Operator,
+    ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, StructFieldMapping,
+    Volatility,
+};
+use datafusion::optimizer::analyzer::AnalyzerRule;
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{BinaryExpr as PhysicalBinary, Column};
+
+/// Most element comparisons one call of a pairwise function may make.
+pub const MAX_PAIR_WORK: u128 = 100_000_000;
+
+/// Most bytes of constant values one query may fold into its plan. Optimizer passes clone a
+/// plan's literals (each clone a deep copy), so a few megabytes of literals cost hundreds.
+pub const MAX_CONSTANT_BYTES: u128 = 1 << 20;
+
+/// Largest value (one batch of one function's results) a session with this memory budget may build.
+pub fn value_cap(memory_bytes: usize) -> usize {
+    (memory_bytes / 8).max(1 << 20)
+}
+
+/// How a function's result size (or work) follows from its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Cost {
+    /// At most about the size of the arguments.
+    Linear,
+    Repeat,
+    Pad,
+    Replace,
+    RegexpReplace,
+    ArrayRepeat,
+    Range,
+    ArrayResize,
+    ArrayToString,
+    /// Work: length of the first argument times length of the second, per row.
+    Pairwise,
+}
+
+impl Cost {
+    fn of(name: &str) -> Cost {
+        match name {
+            "repeat" => Cost::Repeat,
+            "lpad" | "rpad" => Cost::Pad,
+            "replace" => Cost::Replace,
+            "regexp_replace" => Cost::RegexpReplace,
+            "array_repeat" => Cost::ArrayRepeat,
+            "range" | "generate_series" => Cost::Range,
+            "array_resize" => Cost::ArrayResize,
+            "array_to_string" => Cost::ArrayToString,
+            "levenshtein" | "array_has_all" | "array_has_any" => Cost::Pairwise,
+            _ => Cost::Linear,
+        }
+    }
+}
+
+/// A scalar function whose calls are checked against the session's value cap and the pairwise work limit.
+#[derive(Debug)]
+pub struct Bounded {
+    inner: ScalarUDF,
+    cap: usize,
+    cost: Cost,
+    /// Bytes of constant results (every argument a scalar) this query's calls built so far:
+    /// constant folding puts them in the plan, which every optimizer pass copies.
+    constants: Arc<AtomicU64>,
+}
+
+impl PartialEq for Bounded {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner == other.inner
+            && self.cap == other.cap
+            && Arc::ptr_eq(&self.constants, &other.constants)
+    }
+}
+
+impl Eq for Bounded {}
+
+impl std::hash::Hash for Bounded {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.inner.hash(state);
+        self.cap.hash(state);
+    }
+}
+
+impl Bounded {
+    /// Wraps `inner` for a query whose values may take at most `cap` bytes each, and whose
+    /// constant results together at most [`MAX_CONSTANT_BYTES`] (counted in `constants`, shared
+    /// by the query's calls).
+    pub fn new(inner: ScalarUDF, cap: usize, constants: Arc<AtomicU64>) -> Bounded {
+        let cost = Cost::of(inner.name());
+        Bounded {
+            inner,
+            cap,
+            cost,
+            constants,
+        }
+    }
+
+    fn refuse(&self, what: String) -> DataFusionError {
+        DataFusionError::ResourcesExhausted(format!("{}() refused: {what}", self.inner.name()))
+    }
+
+    fn too_big(&self, bytes: u128) -> DataFusionError {
+        self.refuse(format!(
+            "its result would take about {} bytes, over this session's limit of {} bytes per value (an eighth of its memory budget)",
+            bytes, self.cap
+        ))
+    }
+
+    /// The predicted size of a call's result (or its work), checked before it runs; returns the size.
+    fn precheck(&self, args: &[ColumnarValue], rows: usize) -> Result<u128> {
+        let cap = self.cap as u128;
+        let arg = |i: usize| args.get(i);
+        let predicted: u128 = match self.cost {
+            Cost::Linear => args.iter().map(|a| bytes(a, rows)).sum(),
+            Cost::Repeat => {
+                let (s, n) = (lengths(arg(0), rows), ints(arg(1), rows));
+                s.iter().zip(&n).map(|(l, n)| l * pos(*n)).sum()
+            }
+            Cost::Pad => {
+                let (s, n) = (lengths(arg(0), rows), ints(arg(1), rows));
+                s.iter().zip(&n).map(|(l, n)| (*l).max(4 * pos(*n))).sum()
+            }
+            Cost::Replace => {
+                let (s, from, to) = (
+                    lengths(arg(0), rows),
+                    lengths(arg(1), rows),
+                    lengths(arg(2), rows),
+                );
+                (0..rows)
+                    .map(|i| {
+                        // An empty pattern matches between every two characters.
+                        let matches = s[i].checked_div(from[i]).unwrap_or(s[i] + 1);
+                        s[i] + matches * to[i]
+                    })
+                    .sum()
+            }
+            Cost::RegexpReplace => {
+                let (s, repl, refs) = (
+                    lengths(arg(0), rows),
+                    lengths(arg(2), rows),
+                    references(arg(2), rows),
+                );
+                (0..rows)
+                    .map(|i| s[i] * (1 + refs[i]) + (s[i] + 1) * repl[i])
+                    .sum()
+            }
+            Cost::ArrayRepeat => {
+                let each = arg(0).map_or(0, |a| bytes(a, rows)) / rows.max(1) as u128 + 8;
+                ints(arg(1), rows).iter().map(|n| pos(*n) * each).sum()
+            }
+            Cost::Range => range_elements(args, rows)? * 8,
+            Cost::ArrayResize => {
+                let elems: u128 = lengths(arg(0), rows).iter().sum();
+                let each = (arg(0).map_or(0, |a| bytes(a, rows)) / elems.max(1)).max(8);
+                ints(arg(1), rows).iter().map(|n| pos(*n) * each).sum()
+            }
+            Cost::ArrayToString => {
+                let (elems, delim, null) = (
+                    lengths(arg(0), rows),
+                    lengths(arg(1), rows),
+                    lengths(arg(2), rows),
+                );
+                let joins: u128 = (0..rows).map(|i| elems[i] * (delim[i] + null[i])).sum();
+                joins + arg(0).map_or(0, |a| bytes(a, rows))
+            }
+            Cost::Pairwise => {
+                let (a, b) = (lengths(arg(0), rows), lengths(arg(1), rows));
+                let work: u128 = a.iter().zip(&b).map(|(a, b)| a * b).sum();
+                if work > MAX_PAIR_WORK {
+                    return Err(self.refuse(format!(
+                        "it would compare {work} pairs of elements in one batch, over the limit of {MAX_PAIR_WORK}"
+                    )));
+                }
+                8 * rows as u128
+            }
+        };
+        if predicted > cap {
+            return Err(self.too_big(predicted));
+        }
+        Ok(predicted)
+    }
+
+    /// Refuses a constant result when the query's constants would pass [`MAX_CONSTANT_BYTES`]
+    /// with `more` bytes.
+    fn check_constants(&self, more: u128) -> Result<()> {
+        let total = self.constants.load(Ordering::Relaxed) as u128 + more;
+        if total > MAX_CONSTANT_BYTES {
+            return Err(self.refuse(format!(
+                "the query's constant values would take about {total} bytes, over the limit of {MAX_CONSTANT_BYTES} bytes"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Non-negative part of a count.
+fn pos(n: i64) -> u128 {
+    n.max(0) as u128
+}
+
+/// Bytes a value takes (a scalar counts once per row it stands for).
+fn bytes(v: &ColumnarValue, rows: usize) -> u128 {
+    match v {
+        ColumnarValue::Array(a) => {
+            a.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| a.get_array_memory_size()) as u128
+        }
+        ColumnarValue::Scalar(s) => s.size() as u128 * rows as u128,
+    }
+}
+
+/// Per-row lengths: bytes of a string or binary value, elements of a list (0 for nulls, other types and missing arguments).
+fn lengths(v: Option<&ColumnarValue>, rows: usize) -> Vec<u128> {
+    match v {
+        None => vec![0; rows],
+        Some(ColumnarValue::Array(a)) => {
+            let mut out = array_lengths(a);
+            out.resize(rows, 0);
+            out
+        }
+        Some(ColumnarValue::Scalar(s)) => {
+            let one = s
+                .to_array_of_size(1)
+                .map(|a| array_lengths(&a).first().copied().unwrap_or(0))
+                .unwrap_or(0);
+            vec![one; rows]
+        }
+    }
+}
+
+fn offsets_len<O: datafusion::arrow::array::OffsetSizeTrait>(o: &[O]) -> Vec<u128> {
+    o.windows(2)
+        .map(|w| (w[1].as_usize().saturating_sub(w[0].as_usize())) as u128)
+        .collect()
+}
+
+fn array_lengths(a: &ArrayRef) -> Vec<u128> {
+    match a.data_type() {
+        DataType::Utf8 => offsets_len(a.as_string::<i32>().value_offsets()),
+        DataType::LargeUtf8 => offsets_len(a.as_string::<i64>().value_offsets()),
+        DataType::Binary => offsets_len(a.as_binary::<i32>().value_offsets()),
+        DataType::LargeBinary => offsets_len(a.as_binary::<i64>().value_offsets()),
+        DataType::Utf8View => a
+            .as_string_view()
+            .views()
+            .iter()
+            .map(|v| (*v as u32) as u128)
+            .collect(),
+        DataType::BinaryView => a
+            .as_binary_view()
+            .views()
+            .iter()
+            .map(|v| (*v as u32) as u128)
+            .collect(),
+        DataType::List(_) => offsets_len(a.as_list::<i32>().value_offsets()),
+        DataType::LargeList(_) => offsets_len(a.as_list::<i64>().value_offsets()),
+        DataType::FixedSizeList(_, n) => vec![(*n).max(0) as u128; a.len()],
+        _ => vec![0; a.len()],
+    }
+}
+
+/// Per-row integers (0 for nulls and values that are not integers).
+fn ints(v: Option<&ColumnarValue>, rows: usize) -> Vec<i64> {
+    match v {
+        None => vec![0; rows],
+        Some(ColumnarValue::Scalar(s)) => {
+            let n = match s.cast_to(&DataType::Int64) {
+                Ok(ScalarValue::Int64(Some(n))) => n,
+                _ => 0,
+            };
+            vec![n; rows]
+        }
+        Some(ColumnarValue::Array(a)) => {
+            let mut out: Vec<i64> = datafusion::arrow::compute::cast(a, &DataType::Int64)
+                .map(|c| {
+                    c.as_primitive::<Int64Type>()
+                        .iter()
+                        .map(|x| x.unwrap_or(0))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.resize(rows, 0);
+            out
+        }
+    }
+}
+
+/// Per-row count of `$` and `\` in a replacement text (each may stand for a captured group).
+fn references(v: Option<&ColumnarValue>, rows: usize) -> Vec<u128> {
+    let count = |s: &str| s.bytes().filter(|b| *b == b'$' || *b == b'\\').count() as u128;
+    match v {
+        None => vec![0; rows],
+        Some(ColumnarValue::Scalar(s)) => {
+            let n = match s.cast_to(&DataType::Utf8) {
+                Ok(ScalarValue::Utf8(Some(t))) => count(&t),
+                _ => 0,
+            };
+            vec![n; rows]
+        }
+        Some(ColumnarValue::Array(a)) => {
+            let mut out: Vec<u128> = datafusion::arrow::compute::cast(a, &DataType::Utf8)
+                .map(|c| {
+                    c.as_string::<i32>()
+                        .iter()
+                        .map(|t| t.map_or(0, count))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.resize(rows, 0);
+            out
+        }
+    }
+}
+
+/// Elements `range` / `generate_series` would produce over all rows.
+fn range_elements(args: &[ColumnarValue], rows: usize) -> Result<u128> {
+    let scalar = |i: usize, row: usize| -> Result<Option<ScalarValue>> {
+        match args.get(i) {
+            None => Ok(None),
+            Some(ColumnarValue::Scalar(s)) => Ok(Some(s.clone())),
+            Some(ColumnarValue::Array(a)) => ScalarValue::try_from_array(a, row).map(Some),
+        }
+    };
+    let mut total = 0u128;
+    for row in 0..rows.max(1) {
+        let (start, stop, step) = match args.len() {
+            1 => (None, scalar(0, row)?, None),
+            _ => (scalar(0, row)?, scalar(1, row)?, scalar(2, row)?),
+        };
+        let (Some(stop), start) = (stop.as_ref().and_then(instant), start.as_ref()) else {
+            continue;
+        };
+        let start = match start {
+            Some(s) => match instant(s) {
+                Some(v) => v,
+                None => continue,
+            },
+            None => 0,
+        };
+        let step = match step.as_ref() {
+            None => 1,
+            Some(s) => match stride(s) {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        if step == 0 {
+            continue;
+        }
+        let span = stop - start;
+        if span.signum() != 0 && span.signum() != step.signum() {
+            continue;
+        }
+        total = total.saturating_add((span / step).unsigned_abs() + 1);
+    }
+    Ok(total)
+}
+
+const DAY_NS: i128 = 86_400_000_000_000;
+
+/// A range bound as an integer (an integer as is, a date or timestamp in nanoseconds).
+fn instant(v: &ScalarValue) -> Option<i128> {
+    match v {
+        ScalarValue::Date32(Some(d)) => Some(*d as i128 * DAY_NS),
+        ScalarValue::Date64(Some(ms)) => Some(*ms as i128 * 1_000_000),
+        ScalarValue::TimestampSecond(Some(t), _) => Some(*t as i128 * 1_000_000_000),
+        ScalarValue::TimestampMillisecond(Some(t), _) => Some(*t as i128 * 1_000_000),
+        ScalarValue::TimestampMicrosecond(Some(t), _) => Some(*t as i128 * 1_000),
+        ScalarValue::TimestampNanosecond(Some(t), _) => Some(*t as i128),
+        other => match other.cast_to(&DataType::Int64) {
+            Ok(ScalarValue::Int64(Some(n))) => Some(n as i128),
+            _ => None,
+        },
+    }
+}
+
+/// A range step as an integer (an interval in its fewest nanoseconds: a month counts 28 days).
+fn stride(v: &ScalarValue) -> Option<i128> {
+    match v {
+        ScalarValue::IntervalYearMonth(Some(m)) => Some(*m as i128 * 28 * DAY_NS),
+        ScalarValue::IntervalDayTime(Some(d)) => {
+            Some(d.days as i128 * DAY_NS + d.milliseconds as i128 * 1_000_000)
+        }
+        ScalarValue::IntervalMonthDayNano(Some(i)) => {
+            Some(i.months as i128 * 28 * DAY_NS + i.days as i128 * DAY_NS + i.nanoseconds as i128)
+        }
+        other => instant(other),
+    }
+}
+
+/// Bytes of a function's result.
+fn result_bytes(v: &ColumnarValue) -> u128 {
+    bytes(v, 1)
+}
+
+#[warn(clippy::missing_trait_methods)]
+impl ScalarUDFImpl for Bounded {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn display_name(&self, args: &[Expr]) -> Result<String> {
+        #[allow(deprecated)]
+        self.inner.inner().display_name(args)
+    }
+
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        self.inner.inner().schema_name(args)
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.inner.inner().return_type(arg_types)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        self.inner.return_field_from_args(args)
+    }
+
+    fn is_nullable(&self, args: &[Expr], schema: &dyn ExprSchema) -> bool {
+        #[allow(deprecated)]
+        self.inner.inner().is_nullable(args, schema)
+    }
+
+    fn is_strict(&self) -> bool {
+        self.inner.inner().is_strict()
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let any_array = args
+            .args
+            .iter()
+            .any(|a| matches!(a, ColumnarValue::Array(_)));
+        let rows = if any_array { args.number_rows } else { 1 };
+        let predicted = self.precheck(&args.args, rows)?;
+        // A growing function's constant result is refused before it is built; any other
+        // one is at most about its arguments, which are counted already.
+        if !any_array && self.cost != Cost::Linear {
+            self.check_constants(predicted)?;
+        }
+        let out = self.inner.invoke_with_args(args)?;
+        let size = result_bytes(&out);
+        if size > self.cap as u128 {
+            return Err(self.too_big(size));
+        }
+        if matches!(out, ColumnarValue::Scalar(_)) {
+            self.check_constants(size)?;
+            self.constants
+                .fetch_add(size.min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        }
+        Ok(out)
+    }
+
+    fn with_updated_config(&self, config: &ConfigOptions) -> Option<ScalarUDF> {
+        self.inner.inner().with_updated_config(config).map(|u| {
+            ScalarUDF::new_from_impl(Bounded::new(u, self.cap, Arc::clone(&self.constants)))
+        })
+    }
+
+    fn aliases(&self) -> &[String] {
+        self.inner.aliases()
+    }
+
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        self.inner.simplify(args, info)
+    }
+
+    fn preimage(
+        &self,
+        args: &[Expr],
+        lit_expr: &Expr,
+        info: &SimplifyContext,
+    ) -> Result<PreimageResult> {
+        self.inner.inner().preimage(args, lit_expr, info)
+    }
+
+    fn conditional_arguments<'a>(
+        &self,
+        args: &'a [Expr],
+    ) -> Option<(Vec<&'a Expr>, Vec<&'a Expr>)> {
+        self.inner.inner().conditional_arguments(args)
+    }
+
+    fn short_circuits(&self) -> bool {
+        self.inner.short_circuits()
+    }
+
+    fn evaluate_bounds(&self, input: &[&Interval]) -> Result<Interval> {
+        self.inner.evaluate_bounds(input)
+    }
+
+    fn propagate_constraints(
+        &self,
+        interval: &Interval,
+        inputs: &[&Interval],
+    ) -> Result<Option<Vec<Interval>>> {
+        self.inner.propagate_constraints(interval, inputs)
+    }
+
+    fn struct_field_mapping(
+        &self,
+        literal_args: &[Option<ScalarValue>],
+    ) -> Option<StructFieldMapping> {
+        self.inner.inner().struct_field_mapping(literal_args)
+    }
+
+    fn output_ordering(&self, inputs: &[ExprProperties]) -> Result<SortProperties> {
+        self.inner.output_ordering(inputs)
+    }
+
+    fn preserves_lex_ordering(&self, inputs: &[ExprProperties]) -> Result<bool> {
+        self.inner.preserves_lex_ordering(inputs)
+    }
+
+    fn strictly_order_preserving(&self, inputs: &[ExprProperties]) -> Result<bool> {
+        self.inner.inner().strictly_order_preserving(inputs)
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.coerce_types(arg_types)
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        self.inner.documentation()
+    }
+
+    fn placement(&self, args: &[ExpressionPlacement]) -> ExpressionPlacement {
+        self.inner.inner().placement(args)
+    }
+}
+
+/// The string operator `a || b` as a function, with the operator's own kernel (NULL if either side is).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct StringConcat {
+    signature: Signature,
+}
+
+impl Default for StringConcat {
+    fn default() -> Self {
+        StringConcat {
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for StringConcat {
+    fn name(&self) -> &str {
+        "string_concat"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, t: &[DataType]) -> Result<DataType> {
+        match t {
+            [l, r] => BinaryTypeCoercer::new(l, &Operator::StringConcat, r).get_result_type(),
+            _ => Err(DataFusionError::Plan("|| takes two operands".into())),
+        }
+    }
+
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        match args {
+            [l, r] => Ok(operator(l.clone(), r.clone()).schema_name().to_string()),
+            _ => Err(DataFusionError::Plan("|| takes two operands".into())),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [l, r] = args.args.as_slice() else {
+            return Err(DataFusionError::Plan("|| takes two operands".into()));
+        };
+        let scalar = matches!((l, r), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)));
+        let rows = if scalar { 1 } else { args.number_rows };
+        let (la, ra) = (l.to_array(rows)?, r.to_array(rows)?);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("l", la.data_type().clone(), true),
+            Field::new("r", ra.data_type().clone(), true),
+        ]));
+        let batch = RecordBatch::try_new(schema, vec![la, ra])?;
+        let kernel = PhysicalBinary::new(
+            Arc::new(Column::new("l", 0)),
+            Operator::StringConcat,
+            Arc::new(Column::new("r", 1)),
+        );
+        let out = kernel.evaluate(&batch)?;
+        if scalar {
+            let a = out.to_array(1)?;
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&a, 0)?));
+        }
+        Ok(out)
+    }
+}
+
+fn operator(l: Expr, r: Expr) -> Expr {
+    Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(l),
+        Operator::StringConcat,
+        Box::new(r),
+    ))
+}
+
+/// The analyzer and optimizer rule that bounds every function call of a plan.
+#[derive(Debug)]
+pub struct BoundFunctions {
+    cap: usize,
+}
+
+impl BoundFunctions {
+    /// For a session whose values may take at most `cap` bytes ([`value_cap`]).
+    pub fn new(cap: usize) -> BoundFunctions {
+        BoundFunctions { cap }
+    }
+
+    fn expr(&self, e: Expr, constants: &Arc<AtomicU64>) -> Result<Transformed<Expr>> {
+        let bounded = |f: ScalarUDF| {
+            Arc::new(ScalarUDF::new_from_impl(Bounded::new(
+                f,
+                self.cap,
+                Arc::clone(constants),
+            )))
+        };
+        match e {
+            Expr::ScalarFunction(f) if !is_bounded(&f.func) => {
+                let wrapped = bounded(f.func.as_ref().clone());
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(wrapped, f.args),
+                )))
+            }
+            Expr::BinaryExpr(b) if b.op == Operator::StringConcat => {
+                let wrapped = bounded(ScalarUDF::new_from_impl(StringConcat::default()));
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(wrapped, vec![*b.left, *b.right]),
+                )))
+            }
+            other => Ok(Transformed::no(other)),
+        }
+    }
+
+    /// Wraps the plan's calls; the calls wrapped in one pass share one budget of constants.
+    fn plan(&self, plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+        let constants = Arc::new(AtomicU64::new(0));
+        plan.transform_up_with_subqueries(|node| {
+            node.map_expressions(|e| e.transform_up(|e| self.expr(e, &constants)))
+        })
+    }
+}
+
+fn is_bounded(f: &ScalarUDF) -> bool {
+    (f.inner().as_ref() as &dyn Any).is::<Bounded>()
+}
+
+impl AnalyzerRule for BoundFunctions {
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
+        self.plan(plan).data()
+    }
+
+    fn name(&self) -> &str {
+        "vigie_bound_functions"
+    }
+}
+
+impl OptimizerRule for BoundFunctions {
+    fn name(&self) -> &str {
+        "vigie_bound_functions"
+    }
+
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        _: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
+        self.plan(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::SessionContext;
+
+    /// Runs one query in a session whose calls are bounded by `cap`; the error text, if any.
+    fn run(cap: usize, sql: &str) -> Result<String, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async {
+            let state = datafusion::execution::SessionStateBuilder::new()
+                .with_default_features()
+                .with_analyzer_rule(Arc::new(BoundFunctions::new(cap)))
+                .with_optimizer_rule(Arc::new(BoundFunctions::new(cap)))
+                .build();
+            let ctx = SessionContext::new_with_state(state);
+            let batches = ctx
+                .sql(sql)
+                .await
+                .map_err(|e| e.to_string())?
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(
+                datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+                    .map_err(|e| e.to_string())?
+                    .to_string(),
+            )
+        })
+    }
+
+    const MB: usize = 1 << 20;
+
+    #[test]
+    fn growing_functions_are_refused_before_they_build_their_result() {
+        for q in [
+            "SELECT length(repeat(repeat('x', 100000000), 8))",
+            "SELECT length(lpad('x', 100000000))",
+            "SELECT length(replace(repeat('a', 1000000), 'a', repeat('b', 100)))",
+            "SELECT length(regexp_replace(repeat('a', 100000), '', repeat('b', 1000), 'g'))",
+            "SELECT cardinality(array_repeat(1, 100000000))",
+            "SELECT cardinality(range(1, 100000000))",
+            "SELECT cardinality(generate_series(DATE '1970-01-01', DATE '2030-01-01', INTERVAL '1 minute'))",
+            "SELECT length(array_to_string(range(1, 100000), repeat('x', 1000)))",
+        ] {
+            let err = run(8 * MB, q).expect_err(q);
+            assert!(err.contains("would take about"), "{q}: {err}");
+        }
+    }
+
+    #[test]
+    fn operators_and_folded_constants_count_too() {
+        let bomb = format!(
+            "SELECT length({})",
+            ["repeat('x', 300000)"; 10].join(" || ")
+        );
+        let err = run(8 * MB, &bomb).expect_err("the || chain ran");
+        assert!(err.contains("would take about"), "{err}");
+        // Within the cap the operator keeps its meaning: NULL when either side is NULL.
+        let out = run(
+            8 * MB,
+            "SELECT 'a' || 'b' AS s, NULL || 'b' AS n, length(repeat('x', 300000)) AS l",
+        )
+        .unwrap();
+        assert!(out.contains("| ab |"), "{out}");
+        assert!(out.contains("300000"), "{out}");
+        let out = run(
+            8 * MB,
+            "SELECT concat(NULL, 'b') AS c, NULL || 'b' IS NULL AS isnull",
+        )
+        .unwrap();
+        assert!(out.contains("| b ") && out.contains("true"), "{out}");
+    }
+
+    #[test]
+    fn pairwise_work_is_bounded() {
+        let err = run(
+            64 * MB,
+            "SELECT levenshtein(repeat('a', 100000), repeat(c, 100000)) FROM (VALUES ('b')) t(c)",
+        )
+        .expect_err("levenshtein ran");
+        assert!(err.contains("pairs of elements"), "{err}");
+        let out = run(
+            64 * MB,
+            "SELECT levenshtein('kitten', c) AS d FROM (VALUES ('sitting')) t(c)",
+        )
+        .unwrap();
+        assert!(out.contains("| 3 |"), "{out}");
+        let err = run(
+            64 * MB,
+            "SELECT array_has_all(range(1, 20000), range(1, 20000))",
+        )
+        .expect_err("array_has_all ran");
+        assert!(err.contains("pairs of elements"), "{err}");
+    }
+
+    #[test]
+    fn ordinary_queries_are_unchanged() {
+        let out = run(
+            8 * MB,
+            "SELECT upper(s) || '-' || lpad(s, 4, '*') AS v FROM (VALUES ('ab'), ('cd')) t(s) ORDER BY v",
+        )
+        .unwrap();
+        assert!(out.contains("AB-**ab") && out.contains("CD-**cd"), "{out}");
+        let out = run(8 * MB, "SELECT cardinality(range(1, 1000)) AS n").unwrap();
+        assert!(out.contains("999"), "{out}");
+    }
+}

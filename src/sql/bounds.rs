@@ -1,0 +1,241 @@
+//! What one analyst query may be before it is planned (its size and nesting), and the runtime it runs on.
+//!
+//! A query is refused before planning when its text is longer than
+//! [`MAX_QUERY_BYTES`], when an expression nests deeper than
+//! [`MAX_EXPR_DEPTH`] (a chain `1+1+...+1` is as deep as it is long, and
+//! planning and evaluating it recurse once per level), or when it holds more
+//! than [`MAX_QUERY_BLOCKS`] query blocks and table references (a chain of
+//! `UNION`s or joins is a tree as deep as it is long). The walk that measures
+//! nesting stops at the first level past the limit, so the check itself never
+//! recurses deeper than the limit.
+//!
+//! Planning and execution then run on [`runtime`], a tokio runtime of its own
+//! whose threads have [`STACK_BYTES`] of stack: far more than any query within
+//! these limits needs, and apart from the threads that serve the dashboard, so
+//! a query that keeps its cores busy does not keep `/healthz` waiting.
+
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Expr, Query, Select, TableFactor, Visit, Visitor};
+
+use super::SqlError;
+
+/// Longest query text accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+/// Deepest nesting of expressions accepted.
+pub const MAX_EXPR_DEPTH: usize = 256;
+/// Most query blocks (`SELECT`s, subqueries) and table references in one statement.
+pub const MAX_QUERY_BLOCKS: usize = 256;
+/// Stack of each thread of the SQL runtime.
+pub const STACK_BYTES: usize = 64 << 20;
+
+/// Refuses a text longer than [`MAX_QUERY_BYTES`] (checked before parsing).
+pub fn check_size(sql: &str) -> Result<(), SqlError> {
+    if sql.len() > MAX_QUERY_BYTES {
+        return Err(SqlError::Refused(format!(
+            "the query is {} bytes long; at most {MAX_QUERY_BYTES} are accepted",
+            sql.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses statements nested deeper, or made of more blocks, than the limits.
+pub fn check_shape(statements: &[DFStatement]) -> Result<(), SqlError> {
+    for s in statements {
+        let mut walk = Shape::default();
+        if let ControlFlow::Break(why) = shape_of(s, &mut walk) {
+            return Err(SqlError::Refused(why));
+        }
+    }
+    Ok(())
+}
+
+fn shape_of(s: &DFStatement, walk: &mut Shape) -> ControlFlow<String> {
+    match s {
+        DFStatement::Statement(st) => st.visit(walk),
+        DFStatement::Explain(e) => shape_of(&e.statement, walk),
+        DFStatement::CopyTo(c) => match &c.source {
+            datafusion::sql::parser::CopyToSource::Query(q) => q.visit(walk),
+            datafusion::sql::parser::CopyToSource::Relation(_) => ControlFlow::Continue(()),
+        },
+        _ => ControlFlow::Continue(()),
+    }
+}
+
+/// The walk measuring a statement: current expression depth and blocks seen.
+#[derive(Default)]
+struct Shape {
+    depth: usize,
+    blocks: usize,
+}
+
+impl Shape {
+    fn block(&mut self) -> ControlFlow<String> {
+        self.blocks += 1;
+        if self.blocks > MAX_QUERY_BLOCKS {
+            return ControlFlow::Break(format!(
+                "the query has more than {MAX_QUERY_BLOCKS} query blocks and table references"
+            ));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl Visitor for Shape {
+    type Break = String;
+
+    fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_DEPTH {
+            return ControlFlow::Break(format!(
+                "an expression is nested more than {MAX_EXPR_DEPTH} levels deep (a long chain of operators counts one level per operator)"
+            ));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<String> {
+        self.block()
+    }
+
+    fn pre_visit_select(&mut self, _: &Select) -> ControlFlow<String> {
+        self.block()
+    }
+
+    fn pre_visit_table_factor(&mut self, _: &TableFactor) -> ControlFlow<String> {
+        self.block()
+    }
+}
+
+/// The runtime analyst queries are planned and executed on (threads with [`STACK_BYTES`] of stack).
+pub fn runtime() -> Result<&'static tokio::runtime::Runtime, SqlError> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(
+                    std::thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(2),
+                )
+                .thread_name("vigie-sql")
+                .thread_stack_size(STACK_BYTES)
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| SqlError::Runtime(e.clone()))
+}
+
+/// Runs `work` on the SQL [`runtime`] and waits for it at most `limit`; past the limit
+/// the work is cancelled (it stops at its next yield) and the answer is [`SqlError::Timeout`].
+pub async fn run_bounded<T, F>(limit: Duration, work: F) -> Result<T, SqlError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, SqlError>> + Send + 'static,
+{
+    let task = runtime()?.spawn(work);
+    let abort = task.abort_handle();
+    match tokio::time::timeout(limit, task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) if e.is_panic() => Err(SqlError::Runtime(format!(
+            "the query failed inside the engine: {}",
+            panic_text(e.into_panic())
+        ))),
+        Ok(Err(_)) => Err(SqlError::Timeout(limit)),
+        Err(_) => {
+            abort.abort();
+            Err(SqlError::Timeout(limit))
+        }
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::parser::DFParser;
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+
+    fn shape(sql: &str) -> Result<(), SqlError> {
+        let st = DFParser::parse_sql_with_dialect(sql, &GenericDialect {}).unwrap();
+        check_shape(&st.into_iter().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused_short_ones_pass() {
+        let chain = |n: usize| format!("SELECT 1{}", "+1".repeat(n));
+        assert!(shape(&chain(100)).is_ok());
+        let err = shape(&chain(2_000)).unwrap_err().to_string();
+        assert!(err.contains("nested more than 256"), "{err}");
+        let ands = |n: usize| format!("SELECT * FROM t WHERE {}", vec!["a = 1"; n].join(" AND "));
+        assert!(shape(&ands(50)).is_ok());
+        assert!(shape(&ands(400)).is_err());
+    }
+
+    #[test]
+    fn union_and_join_chains_are_bounded() {
+        let unions = |n: usize| vec!["SELECT 1"; n].join(" UNION ALL ");
+        assert!(shape(&unions(20)).is_ok());
+        let err = shape(&unions(1_000)).unwrap_err().to_string();
+        assert!(err.contains("query blocks"), "{err}");
+        let joins = |n: usize| {
+            let mut q = "SELECT 1 FROM t0".to_string();
+            for i in 1..n {
+                q.push_str(&format!(" JOIN t{i} ON true"));
+            }
+            q
+        };
+        assert!(shape(&joins(10)).is_ok());
+        assert!(shape(&joins(600)).is_err());
+    }
+
+    #[test]
+    fn size_is_checked_before_parsing() {
+        assert!(check_size("SELECT 1").is_ok());
+        let long = format!("SELECT '{}'", "x".repeat(MAX_QUERY_BYTES));
+        assert!(
+            check_size(&long)
+                .unwrap_err()
+                .to_string()
+                .contains("bytes long")
+        );
+    }
+
+    #[test]
+    fn bounded_work_times_out_and_panics_become_errors() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let slow = rt.block_on(run_bounded(Duration::from_millis(50), async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(())
+        }));
+        assert!(matches!(slow, Err(SqlError::Timeout(_))), "{slow:?}");
+        let boom: Result<(), SqlError> = rt.block_on(run_bounded(Duration::from_secs(5), async {
+            panic!("deliberate")
+        }));
+        let text = boom.unwrap_err().to_string();
+        assert!(text.contains("deliberate"), "{text}");
+        let fine = rt.block_on(run_bounded(Duration::from_secs(5), async { Ok(7) }));
+        assert_eq!(fine.unwrap(), 7);
+    }
+}

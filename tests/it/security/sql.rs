@@ -1,0 +1,337 @@
+//! SQL attacks on every path (CLI, console, PostgreSQL wire): a deep expression, quadratic and value-building functions, long queries, several statements, connection slots, and the audit log by role.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use super::{PASSWORD, Server, encode, have, psql_at, stderr, while_serving};
+use crate::common::{sample_lake, vigie};
+
+/// The probe's crash: 2,000 terms of `1+1+...`, about 4 KB.
+fn deep() -> String {
+    format!("SELECT 1{}", "+1".repeat(2_000))
+}
+
+/// Quadratic: 10^10 cell updates in one call.
+const LEVENSHTEIN: &str =
+    "SELECT levenshtein(repeat('a', 100000), repeat(c, 100000)) FROM (VALUES ('b')) t(c)";
+/// 800 MB built at plan time from a 40-byte query.
+const HUGE: &str = "SELECT length(repeat(repeat('x', 100000000), 8))";
+/// Values each under the cap, concatenated past it by the `||` operator.
+fn concat_bomb() -> String {
+    format!(
+        "SELECT length({})",
+        vec!["repeat('x', 6000000)"; 40].join(" || ")
+    )
+}
+/// A list of ten million elements joined with a kilobyte each.
+const JOIN_BOMB: &str = "SELECT length(array_to_string(range(1, 10000000), repeat('x', 1000)))";
+/// Slow without being a row bomb: a three-way cross join of the sample's events.
+const SLOW: &str =
+    "SELECT count(*) FROM events a, events b, events c WHERE a.seq + b.seq + c.seq = -1";
+
+#[test]
+fn the_cli_refuses_what_would_crash_it_or_outlast_its_limits() {
+    let lake = sample_lake().to_string_lossy().into_owned();
+    let sql = |args: &[&str]| {
+        let mut all = vec!["sql", "--lake", lake.as_str()];
+        all.extend_from_slice(args);
+        vigie(&all)
+    };
+    // The deep expression: a clear SQL error (exit 2), said once, not an abort (134).
+    let q = deep();
+    let out = sql(&[&q]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("nested more than").count(), 1, "{err}");
+    // The same from a file.
+    let file = super::scratch("cli-sql").join("deep.sql");
+    std::fs::write(&file, &q).unwrap();
+    let out = sql(&["-f", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nested more than"));
+    // Longer than the size limit.
+    let long = format!("SELECT '{}'", "x".repeat(70_000));
+    assert!(stderr(&sql(&[&long])).contains("bytes long"));
+    // The quadratic call is refused before it runs, whatever the time limit.
+    let out = sql(&["--timeout", "3", LEVENSHTEIN]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("pairs of elements"),
+        "{}",
+        stderr(&out)
+    );
+    // Values past the memory budget are refused, however they are built.
+    for q in [HUGE.to_owned(), concat_bomb(), JOIN_BOMB.to_owned()] {
+        let out = sql(&["--memory-mb", "64", &q]);
+        assert!(!out.status.success(), "{q} ran");
+        assert!(
+            stderr(&out).contains("would take about"),
+            "{q}: {}",
+            stderr(&out)
+        );
+    }
+    // Under the budget the same functions work.
+    let out = sql(&[
+        "--format",
+        "csv",
+        "SELECT length(repeat('ab', 1000)) || 'z' AS n",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2000z"));
+    // One statement at a time; SHOW and unnest work as documented.
+    assert!(stderr(&sql(&["SELECT 1; SELECT 2"])).contains("one statement at a time"));
+    let out = sql(&["SHOW TABLES"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("events"));
+    let out = sql(&["--format", "csv", "SELECT unnest(make_array(1, 2, 3)) AS v"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
+    // A mistyped lake is an error, and nothing is created.
+    let typo = super::scratch("typo").join("no-such-lake");
+    let out = vigie(&["sql", "--lake", typo.to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a Vigie lake"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!typo.exists(), "vigie sql created {}", typo.display());
+}
+
+#[test]
+fn the_server_answers_every_sql_attack_and_keeps_serving() {
+    if !have(
+        "psql",
+        "the_server_answers_every_sql_attack_and_keeps_serving",
+    ) || !have(
+        "curl",
+        "the_server_answers_every_sql_attack_and_keeps_serving",
+    ) {
+        return;
+    }
+    let mut server = Server::start(
+        "sql-attacks",
+        &["--sql-timeout", "3", "--sql-memory-mb", "64"],
+    );
+    let web = server.login("ana");
+    // Warm up every path (the dashboard's cache, a console session, a pg session), then measure.
+    let csrf = web.csrf();
+    assert_eq!(
+        web.post("/sql", &[("csrf", &csrf), ("sql", "SELECT 1")])
+            .status,
+        200
+    );
+    assert!(
+        server
+            .psql("ana", "SELECT count(*) FROM events")
+            .status
+            .success()
+    );
+    let rss_before = server.peak_rss_kib();
+    let q = deep();
+    // Over the wire, while /healthz and another session answer.
+    let (out, slowest) = while_serving(&server, Duration::from_secs(2), || server.psql("ana", &q));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("nested more than"),
+        "{}",
+        stderr(&out)
+    );
+    println!("deep over pg: slowest check {slowest:?}");
+    // Through the console: GET /sql?q= and POST /sql.
+    let r = web.get(&format!("/sql?q={}", encode(&q)));
+    assert!(
+        r.body.contains("nested more than"),
+        "{} {}",
+        r.status,
+        &r.body[..r.body.len().min(300)]
+    );
+    let csrf = web.csrf();
+    let r = web.post("/sql", &[("csrf", &csrf), ("sql", &q)]);
+    assert!(r.body.contains("nested more than"), "{}", r.status);
+    // The quadratic function, on both paths.
+    let (out, _) = while_serving(&server, Duration::from_secs(2), || {
+        server.psql("ana", LEVENSHTEIN)
+    });
+    assert!(
+        stderr(&out).contains("pairs of elements"),
+        "{}",
+        stderr(&out)
+    );
+    let r = web.post("/sql", &[("csrf", &csrf), ("sql", LEVENSHTEIN)]);
+    assert!(r.body.contains("pairs of elements"), "{}", r.status);
+    // Values over the 64 MiB budget: refused, and the server's memory does not jump.
+    for q in [HUGE.to_owned(), concat_bomb(), JOIN_BOMB.to_owned()] {
+        let (out, _) = while_serving(&server, Duration::from_secs(2), || server.psql("ana", &q));
+        assert!(
+            stderr(&out).contains("would take about"),
+            "{q}: {}",
+            stderr(&out)
+        );
+    }
+    let r = web.post("/sql", &[("csrf", &csrf), ("sql", HUGE)]);
+    assert!(r.body.contains("would take about"), "{}", r.status);
+    let grown = server.peak_rss_kib().saturating_sub(rss_before);
+    assert!(
+        grown < 256 * 1024,
+        "the server's peak memory grew by {grown} KiB"
+    );
+    // A genuinely slow query is stopped at the 3 s limit while others are served.
+    let (out, _) = while_serving(&server, Duration::from_secs(2), || server.psql("ana", SLOW));
+    assert!(
+        stderr(&out).contains("canceling statement"),
+        "{}",
+        stderr(&out)
+    );
+    let r = web.post("/sql", &[("csrf", &csrf), ("sql", SLOW)]);
+    assert!(r.body.contains("longer than"), "{}", r.status);
+    // Several statements are refused over the wire too, as documented.
+    let out = server.psql("ana", "SELECT 1; SELECT 2");
+    assert!(
+        stderr(&out).contains("one statement at a time"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(server.alive(), "the server died");
+    assert!(server.healthy_within(Duration::from_secs(2)));
+}
+
+/// A PostgreSQL startup and cleartext password exchange on a raw socket: the open
+/// connection, or the server's (severity, SQLSTATE, message).
+fn raw_login(
+    addr: SocketAddr,
+    user: &str,
+    password: &str,
+) -> Result<TcpStream, (String, String, String)> {
+    let io = |e: std::io::Error| ("IO".to_owned(), String::new(), e.to_string());
+    let mut s = TcpStream::connect(addr).map_err(io)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(io)?;
+    let mut body = Vec::new();
+    body.extend_from_slice(&196608u32.to_be_bytes());
+    for (k, v) in [("user", user), ("database", "vigie")] {
+        body.extend_from_slice(k.as_bytes());
+        body.push(0);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(&body);
+    s.write_all(&msg).map_err(io)?;
+    loop {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).map_err(io)?;
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut payload = vec![0u8; len.saturating_sub(4)];
+        s.read_exact(&mut payload).map_err(io)?;
+        match head[0] {
+            b'R' if payload.get(..4) == Some(&3u32.to_be_bytes()) => {
+                let mut p = vec![b'p'];
+                p.extend_from_slice(&((password.len() + 5) as u32).to_be_bytes());
+                p.extend_from_slice(password.as_bytes());
+                p.push(0);
+                s.write_all(&p).map_err(io)?;
+            }
+            b'Z' => return Ok(s),
+            b'E' => {
+                let mut fields = std::collections::HashMap::new();
+                for f in payload.split(|b| *b == 0).filter(|f| !f.is_empty()) {
+                    fields.insert(f[0], String::from_utf8_lossy(&f[1..]).into_owned());
+                }
+                let get = |k: u8| fields.get(&k).cloned().unwrap_or_default();
+                return Err((get(b'S'), get(b'C'), get(b'M')));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn pg_slots_are_taken_only_after_authentication() {
+    if !have("psql", "pg_slots_are_taken_only_after_authentication") {
+        return;
+    }
+    let server = Server::start(
+        "pg-slots",
+        &["--pg-max-connections", "2", "--pg-handshake-timeout", "1"],
+    );
+    // Forty connections that never authenticate take no slot...
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(server.pg).expect("connect"))
+        .collect();
+    let out = server.psql("ana", "SELECT 1");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // ...and are closed once the handshake time is up.
+    std::thread::sleep(Duration::from_millis(2_500));
+    for mut s in idle {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 16];
+        assert!(
+            matches!(s.read(&mut buf), Ok(0) | Err(_)),
+            "an unauthenticated connection is still open"
+        );
+    }
+    // Two authenticated connections fill the slots; the third is told why, with SQLSTATE 53300.
+    let a = raw_login(server.pg, "ana", PASSWORD).expect("first login");
+    let b = raw_login(server.pg, "adam", PASSWORD).expect("second login");
+    let (severity, code, message) =
+        raw_login(server.pg, "ana", PASSWORD).expect_err("a third connection was admitted");
+    assert_eq!(
+        (severity.as_str(), code.as_str()),
+        ("FATAL", "53300"),
+        "{message}"
+    );
+    assert!(message.contains("too many connections"), "{message}");
+    let out = psql_at(server.pg, "ana", "SELECT 1");
+    assert!(
+        stderr(&out).contains("too many connections"),
+        "{}",
+        stderr(&out)
+    );
+    // A wrong password is refused as such, and takes no slot either.
+    let (_, code, _) = raw_login(server.pg, "ana", "wrong").expect_err("wrong password admitted");
+    assert_eq!(code, "28P01");
+    // A slot given back is free again.
+    drop(a);
+    std::thread::sleep(Duration::from_millis(300));
+    let out = server.psql("ana", "SELECT 2");
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(b);
+}
+
+#[test]
+fn analysts_do_not_read_the_audit_log_admins_do() {
+    if !have("psql", "analysts_do_not_read_the_audit_log_admins_do") {
+        return;
+    }
+    let server = Server::start("audit-by-role", &[]);
+    for q in [
+        "SELECT count(*) FROM audit_log",
+        "SELECT count(*) FROM review_state",
+    ] {
+        let out = server.psql("ana", q);
+        assert!(!out.status.success(), "an analyst read {q}");
+        assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
+        let out = server.psql("adam", q);
+        assert!(out.status.success(), "admin: {q}: {}", stderr(&out));
+    }
+    let out = server.psql("ana", "SELECT count(*) FROM flags");
+    assert!(out.status.success(), "{}", stderr(&out));
+    if !have(
+        "curl",
+        "analysts_do_not_read_the_audit_log_admins_do (console)",
+    ) {
+        return;
+    }
+    let q = encode("SELECT count(*) AS n FROM audit_log");
+    let r = server.login("ana").get(&format!("/sql?q={q}"));
+    assert!(r.body.contains("not found"), "{}", r.status);
+    let r = server.login("adam").get(&format!("/sql?q={q}"));
+    assert!(
+        !r.body.contains("not found") && r.status == 200,
+        "{}",
+        r.status
+    );
+}
