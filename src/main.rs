@@ -288,6 +288,9 @@ enum ReportCmd {
         /// The bundle directory.
         dir: PathBuf,
     },
+    /// Runs the randomness battery over many seeds of honest simulated games (optionally with an
+    /// injected bias): rejection rates, uniformity of p-values, detection against predicted power.
+    Calibrate(cli::calibrate::CalibrateArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -632,6 +635,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Command::Report {
+            verify: Some(ReportCmd::Calibrate(args)),
+            ..
+        } => {
+            cli::calibrate::calibrate(&args, progress)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report { verify: None, args } => {
             let (Some(from), Some(to), Some(out)) = (args.from, args.to, args.out) else {
                 anyhow::bail!("give --from DATE --to DATE --out DIR (or `report verify DIR`)");
@@ -655,10 +665,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 summary.scope.period_from,
                 summary.scope.period_to,
                 summary.evidence.len(),
-                if summary.randomness.all_pass {
-                    "pass"
-                } else {
-                    "FAIL"
+                match summary.randomness.verdict {
+                    vigie::report::randomness::Verdict::Pass => "pass".to_owned(),
+                    vigie::report::randomness::Verdict::Fail => "FAIL".to_owned(),
+                    vigie::report::randomness::Verdict::InsufficientData => format!(
+                        "insufficient data ({} of {} tests could not run)",
+                        summary.randomness.tests_insufficient,
+                        summary.randomness.tests.len()
+                    ),
                 },
                 out.display()
             );

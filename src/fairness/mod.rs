@@ -19,6 +19,6 @@ mod stream;
 pub use dice::{Dice, die};
 pub use duel::duel;
 pub use seed::{SeedError, check_seed, commitment, verify_commitment};
-pub use select::{MEDIEVAL_PIECES, SelectColor, SelectColorError, auto_select};
+pub use select::{MEDIEVAL_PIECES, SelectColor, SelectColorError, auto_select, auto_select_draws};
 pub use shuffle::{DECK_SIZE, shuffle};
 pub use stream::{Stream, block};

@@ -63,6 +63,15 @@ pub fn auto_select(
     chosen: &[u8],
     eligible: &[u8],
 ) -> Vec<u8> {
+    let mut remaining = remaining(chosen, eligible);
+    auto_select_draws(seed_hex, game, color, chosen.len(), remaining.len())
+        .into_iter()
+        .map(|(_, idx)| remaining.remove(idx as usize))
+        .collect()
+}
+
+/// The eligible squares not chosen, ascending, without duplicates.
+fn remaining(chosen: &[u8], eligible: &[u8]) -> Vec<u8> {
     let mut remaining: Vec<u8> = eligible
         .iter()
         .copied()
@@ -70,16 +79,28 @@ pub fn auto_select(
         .collect();
     remaining.sort_unstable();
     remaining.dedup();
-    let mut chosen_count = chosen.len();
-    let mut picked = Vec::new();
+    remaining
+}
+
+/// The draws of an automatic selection as `(list length, index drawn)`, in order: what
+/// [`auto_select`] does with a player who chose `chosen` pieces out of a list of
+/// `remaining` squares (the randomness tests count these).
+pub fn auto_select_draws(
+    seed_hex: &str,
+    game: &str,
+    color: SelectColor,
+    chosen: usize,
+    remaining: usize,
+) -> Vec<(u32, u32)> {
+    let mut draws = Vec::new();
     let mut stream = Stream::new(seed_hex, format!("{game}:select:{color}"));
-    while chosen_count < MEDIEVAL_PIECES {
-        let len = remaining.len() as u32;
+    let mut len = remaining as u32;
+    for _ in chosen..MEDIEVAL_PIECES {
         let Some(idx) = stream.below(len) else { break };
-        picked.push(remaining.remove(idx as usize));
-        chosen_count += 1;
+        draws.push((len, idx));
+        len -= 1;
     }
-    picked
+    draws
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::Summary;
+use super::{Summary, randomness};
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {
@@ -90,7 +90,7 @@ fn faces_chart(title: &str, counts: &[u64; 6]) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
 h1{font-size:1.6rem}h2{border-bottom:1px solid #ccc;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;width:100%;font-size:.9rem;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f3f5f8}.pass{color:#1e7b34;font-weight:600}.fail{color:#b22222;font-weight:600}.none{color:#666}
+th{background:#f3f5f8}.pass{color:#1e7b34;font-weight:600}.fail{color:#b22222;font-weight:600}.insufficient{color:#8a6d00;font-weight:600}.none{color:#666}
 figure{display:inline-block;margin:.5rem}figcaption{font-size:.8rem;color:#444;text-align:center}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}
 @media print{body{margin:0;max-width:none}h2{page-break-after:avoid}table{page-break-inside:avoid}}";
@@ -167,24 +167,35 @@ pub fn render(s: &Summary) -> String {
     let r = &s.randomness;
     let _ = write!(
         h,
-        "<h2>Randomness tests</h2>\n<p>Significance level {} for the whole family of tests, {}. Overall: <span class=\"{}\">{}</span>.</p>\n<table><thead><tr><th>test</th><th>observations</th><th>statistic</th><th>df</th><th>p-value</th><th>threshold</th><th>result</th></tr></thead><tbody>\n",
+        "<h2>Randomness tests</h2>\n<p>Significance level {} for the whole family of tests, {}. Overall: <span class=\"{}\">{}</span> ({} tests ran, {} had insufficient data). A test below its minimum sample gives no p-value and claims nothing. The power column is the smallest bias each test detects with probability {:.0} % at the strictest threshold.</p>\n<table><thead><tr><th>test</th><th>observations</th><th>minimum</th><th>statistic</th><th>df</th><th>p-value</th><th>threshold</th><th>result</th><th>detects (power)</th></tr></thead><tbody>\n",
         r.alpha,
         esc(&r.correction),
-        if r.all_pass { "pass" } else { "fail" },
-        if r.all_pass { "pass" } else { "fail" }
+        verdict_class(r.verdict),
+        r.verdict.as_str(),
+        r.tests_run,
+        r.tests_insufficient,
+        100.0 * randomness::POWER,
     );
     for t in &r.tests {
+        let num = |v: Option<f64>, prec: usize| {
+            v.map_or_else(|| "-".to_owned(), |v| format!("{v:.prec$}"))
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.4}</td><td>{:.5}</td><td class=\"{}\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
             esc(&t.name),
             t.observations,
-            t.statistic,
+            t.minimum,
+            esc(&t.minimum_unit),
+            num(t.statistic, 3),
             t.df.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
-            t.p_value,
-            t.threshold,
-            if t.pass { "pass" } else { "fail" },
-            if t.pass { "pass" } else { "fail" }
+            num(t.p_value, 4),
+            num(t.threshold, 5),
+            verdict_class(t.verdict),
+            t.verdict.as_str(),
+            t.power
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |p| esc(&p.description)),
         );
     }
     h.push_str("</tbody></table>\n");
@@ -259,4 +270,13 @@ pub fn render(s: &Summary) -> String {
     }
     h.push_str("</ul>\n</body></html>\n");
     h
+}
+
+/// The CSS class of a verdict.
+fn verdict_class(v: randomness::Verdict) -> &'static str {
+    match v {
+        randomness::Verdict::Pass => "pass",
+        randomness::Verdict::Fail => "fail",
+        randomness::Verdict::InsufficientData => "insufficient",
+    }
 }

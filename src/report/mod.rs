@@ -6,6 +6,7 @@
 //! manifest: one number for the whole bundle). Nothing in it depends on the
 //! wall clock: the same lake snapshot and period give the same bytes.
 
+pub mod calibrate;
 pub mod html;
 pub mod randomness;
 
@@ -19,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::lake::{Lake, LakeError, Snapshot, hex};
 
 /// The report's SQL, shipped with the binary (the files live in `queries/report/`).
-pub const QUERIES: [(&str, &str); 10] = [
+pub const QUERIES: [(&str, &str); 11] = [
     ("volumes", include_str!("../../queries/report/volumes.sql")),
     (
         "fairness_checks",
@@ -42,6 +43,10 @@ pub const QUERIES: [(&str, &str); 10] = [
     ("seeds", include_str!("../../queries/report/seeds.sql")),
     ("deals", include_str!("../../queries/report/deals.sql")),
     ("duels", include_str!("../../queries/report/duels.sql")),
+    (
+        "selections",
+        include_str!("../../queries/report/selections.sql"),
+    ),
 ];
 
 /// Options of a report.
@@ -167,8 +172,8 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
     let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut tables: BTreeMap<String, Vec<BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
     for (name, batches) in &results {
-        if matches!(name.as_str(), "duels") {
-            continue; // raw lines: the duel outcomes table below is the evidence
+        if matches!(name.as_str(), "duels" | "selections") {
+            continue; // raw lines: the duel and selection counts below are the evidence
         }
         let files = write_evidence(&evidence_dir, name, batches)?;
         evidence.insert(name.clone(), files);

@@ -222,6 +222,41 @@ pub fn simulate_game(spec: &GameSpec, pop: &Population) -> Result<GameOutput, Si
     }
 }
 
+/// Plays honest games (no behaviours, no server faults) of the planned mix in start order,
+/// each through the real rules engines and fairness derivations, and hands every game whose
+/// kind `keep` accepts to `each` until it returns false. No file is written: this is the
+/// source of the randomness calibration (`vigie report calibrate`), where what matters is
+/// that games stop on their own outcomes exactly as simulated games do.
+pub fn honest_games(
+    seed: u64,
+    keep: impl Fn(GameKind) -> bool,
+    mut each: impl FnMut(&GameSpec, GameOutput) -> bool,
+) -> Result<(), SimError> {
+    let opts = SimOptions {
+        seed,
+        days: 3650,
+        games_per_day: 20_000,
+        accounts: 2_000,
+        fault_rate: 0.0,
+        behaviour_rate: 0.0,
+        ..SimOptions::default()
+    };
+    opts.validate()?;
+    let counts = BehaviourCounts::for_population(opts.accounts as usize, 0.0);
+    let mut prng = Rng::derive(opts.seed, stream::POPULATION, 0);
+    let pop = Population::generate(&mut prng, opts.accounts as usize, counts);
+    for spec in Planner::new(&opts, &pop, opts.window_start()?) {
+        if !keep(spec.kind) {
+            continue;
+        }
+        let game = simulate_game(&spec, &pop)?;
+        if !each(&spec, game) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Capacity of each channel between the planner, the workers and the writer.
 const CHANNEL: usize = 64;
 
