@@ -11,6 +11,7 @@
 //! and the randomness protocol, no I/O, depending on nothing else in the
 //! crate), [`log`] (the event model), [`lake`] (tables and atomic commits).
 
+pub mod catalog;
 pub mod detect;
 pub mod fairness;
 pub mod features;

@@ -138,6 +138,9 @@ enum Command {
         /// Catch up with the directory, then exit.
         #[arg(long)]
         once: bool,
+        /// Hours the hourly vacuum keeps the files that commits removed (time travel needs them).
+        #[arg(long, default_value_t = 168)]
+        vacuum_retain: u64,
         /// Print the run report as JSON on stdout.
         #[arg(long)]
         report_json: bool,
@@ -199,8 +202,26 @@ enum Command {
         /// Memory limit of the session, MiB (operators that can spill do so beyond it).
         #[arg(long, default_value_t = 512)]
         memory_mb: usize,
+        /// Read the lake as it was at this version, or at this time (2026-11-20T10:00:00.000Z).
+        #[arg(long)]
+        as_of: Option<String>,
         /// The query.
         query: Option<String>,
+    },
+    /// Deletes the files that commits removed longer ago than the retention (older versions that
+    /// named them can no longer be read).
+    Vacuum {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Keep removed files this many hours (Delta's default: 168).
+        #[arg(long, default_value_t = 168)]
+        retain: u64,
+    },
+    /// Lake maintenance: `check` reads every table's Delta log against Vigie's log.
+    Lake {
+        #[command(subcommand)]
+        cmd: LakeCmd,
     },
     /// Computes account and pair features, then runs the detection rules into flags.
     Detect {
@@ -282,6 +303,20 @@ enum AdminCmd {
 }
 
 #[derive(Debug, Subcommand)]
+enum LakeCmd {
+    /// Replays every Delta version of every table and compares it with Vigie's log and the files
+    /// on disk; exits 1 when anything is wrong.
+    Check {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum ReportCmd {
     /// Re-hashes a report bundle and reports any changed, missing or extra file.
     Verify {
@@ -313,6 +348,9 @@ struct ReportArgs {
     /// Family-wise significance level of the randomness tests.
     #[arg(long, default_value_t = 0.01)]
     alpha: f64,
+    /// Read the lake as it was at this version (the bundle's scope.lake_version), or time.
+    #[arg(long)]
+    as_of: Option<String>,
 }
 
 fn init_tracing(json: bool) {
@@ -496,15 +534,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             detect_interval,
             rules,
             once,
+            vacuum_retain,
             report_json,
         } => {
             let lake_dir = lake;
-            let lake = Lake::open(&lake_dir)
+            let lake = vigie::catalog::open(&lake_dir)
                 .with_context(|| format!("opening lake {}", lake_dir.display()))?;
             let mut opts = vigie::stream::StreamOptions::new(follow, rules);
             opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
             opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
             opts.once = once;
+            opts.vacuum_retain = std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
             let report = cli::pipeline::stream(&lake, &opts)?;
             if report_json {
                 println!("{}", serde_json::to_string(&report)?);
@@ -531,7 +571,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 anyhow::ensure!(p.exists(), "input {} does not exist", p.display());
             }
             let lake_dir = lake;
-            let lake = Lake::open(&lake_dir)
+            let lake = vigie::catalog::open(&lake_dir)
                 .with_context(|| format!("opening lake {}", lake_dir.display()))?;
             let opts = IngestOptions {
                 progress,
@@ -571,7 +611,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bench_scope,
             repeat,
         } => {
-            let lake = Lake::open_existing(&lake)
+            let lake = vigie::catalog::open_existing(&lake)
                 .with_context(|| format!("opening lake {}", lake.display()))?;
             if let Some(n) = bench_scope {
                 return bench_detect(&lake, &rules, n, repeat.max(1));
@@ -587,7 +627,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             rules,
             json,
         } => {
-            let lake = Lake::open_existing(&lake)
+            let lake = vigie::catalog::open_existing(&lake)
                 .with_context(|| format!("opening lake {}", lake.display()))?;
             let labels = vigie::detect::eval::Labels::read(&labels)?;
             let rules = vigie::detect::rules::load(&rules)?;
@@ -646,17 +686,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let (Some(from), Some(to), Some(out)) = (args.from, args.to, args.out) else {
                 anyhow::bail!("give --from DATE --to DATE --out DIR (or `report verify DIR`)");
             };
-            let lake = Lake::open_existing(&args.lake)
+            let lake = vigie::catalog::open_existing(&args.lake)
                 .with_context(|| format!("opening lake {}", args.lake.display()))?;
             let generated_at = args
                 .generated_at
                 .unwrap_or_else(|| format!("{to}T23:59:59.999Z"));
+            let as_of = match &args.as_of {
+                Some(spec) => Some(lake.version_of(spec)?),
+                None => None,
+            };
             let opts = vigie::report::ReportOptions {
                 from,
                 to,
                 generated_at,
                 alpha: args.alpha,
                 out: out.clone(),
+                as_of,
             };
             let (summary, digest) =
                 vigie::report::generate(&lake, &opts).context("generating the report")?;
@@ -689,12 +734,67 @@ fn run(cli: Cli) -> Result<ExitCode> {
             print!("{}", rt.block_on(vigie::sql::docs::tables_markdown())?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Vacuum { lake, retain } => {
+            let lake = vigie::catalog::open_existing(&lake)
+                .with_context(|| format!("opening lake {}", lake.display()))?;
+            let retain_ms = i64::try_from(retain.saturating_mul(3_600_000)).unwrap_or(i64::MAX);
+            let mut w = lake.writer().context("starting a writer")?;
+            let r = w.vacuum(retain_ms).context("vacuuming")?;
+            println!(
+                "vacuum: {} files ({} bytes) removed more than {retain} h ago deleted{}",
+                r.files,
+                r.bytes,
+                r.version
+                    .map(|v| format!(", commit {v}"))
+                    .unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lake {
+            cmd: LakeCmd::Check { lake, json },
+        } => {
+            let lake = vigie::catalog::open_existing(&lake)
+                .with_context(|| format!("opening lake {}", lake.display()))?;
+            let checks = lake.check_delta().context("checking the Delta logs")?;
+            let problems: usize = checks.iter().map(|c| c.problems.len()).sum();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&checks)?);
+            } else {
+                for c in &checks {
+                    println!(
+                        "{:<16} delta {:>6} vigie {:>6} files {:>7} behind {:>3} {}",
+                        c.table,
+                        c.delta_version
+                            .map_or_else(|| "-".into(), |v| v.to_string()),
+                        c.vigie_version
+                            .map_or_else(|| "-".into(), |v| v.to_string()),
+                        c.files,
+                        c.behind,
+                        if c.problems.is_empty() {
+                            "ok"
+                        } else {
+                            "PROBLEMS"
+                        }
+                    );
+                    for p in &c.problems {
+                        println!("  {p}");
+                    }
+                }
+                println!("lake check: {} tables, {problems} problems", checks.len());
+            }
+            Ok(if problems == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Sql {
             lake,
             file,
             format,
             timeout,
             memory_mb,
+            as_of,
             query,
         } => {
             let limits = vigie::sql::QueryLimits {
@@ -702,7 +802,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 timeout: std::time::Duration::from_secs(timeout.clamp(1, 86_400)),
                 max_rows: None,
             };
-            cli::sql::run(&lake, query, file, format, limits)?;
+            cli::sql::run(&lake, query, file, format, limits, as_of.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay {
@@ -711,7 +811,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report_json,
         } => {
             let lake_dir = lake;
-            let lake = Lake::open_existing(&lake_dir)
+            let lake = vigie::catalog::open_existing(&lake_dir)
                 .with_context(|| format!("opening lake {}", lake_dir.display()))?;
             let mut opts = ReplayOptions {
                 progress,
@@ -750,7 +850,7 @@ fn verify(
             }
         },
         (None, Some(dir), Some(id)) => {
-            let lake = Lake::open_existing(dir)
+            let lake = vigie::catalog::open_existing(dir)
                 .with_context(|| format!("opening lake {}", dir.display()))?;
             match verify_in_lake(&lake, id) {
                 Ok(v) => vec![v],

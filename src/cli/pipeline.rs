@@ -96,7 +96,7 @@ pub async fn serve(
     sql: &crate::cli::sql::ServeSqlArgs,
     http: &ServeHttpArgs,
 ) -> Result<()> {
-    let lake = Lake::open_existing(lake_dir)
+    let lake = vigie::catalog::open_existing(lake_dir)
         .with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let config = vigie::serve::Config {
         addr,
@@ -254,8 +254,8 @@ pub fn demo(
     } else {
         run_simulate(&sim_dir, &opts, progress)?;
     }
-    let lake =
-        Lake::open(lake_dir).with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = vigie::catalog::open(lake_dir)
+        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
     let r = ingest::ingest_paths(
         &lake,
         std::slice::from_ref(&sim_dir),

@@ -7,7 +7,6 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use datafusion::arrow::array::RecordBatch;
 
-use vigie::lake::Lake;
 use vigie::sql::{Guard, QueryLimits};
 
 /// Limits of analysts' SQL in `vigie serve` (the console and the PostgreSQL endpoint).
@@ -53,28 +52,42 @@ pub fn run(
     file: Option<PathBuf>,
     format: Format,
     limits: QueryLimits,
+    as_of: Option<&str>,
 ) -> Result<()> {
     let text = match (query, file) {
         (Some(q), None) => q,
         (None, Some(f)) => {
             std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?
         }
-        (None, None) => return shell(lake_dir, format, limits),
+        (None, None) => return shell(lake_dir, format, limits, as_of),
         (Some(_), Some(_)) => bail!("give a query or -f FILE, not both"),
     };
-    let lake = Lake::open_existing(lake_dir)
-        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let snapshot = snapshot(lake_dir, as_of)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let result = rt.block_on(async {
-        let guard = Guard::open(&lake, limits).await?;
+        let guard = Guard::on(snapshot, limits).await?;
         let batches = guard.query(&text, "cli").await?;
         print_batches(&batches, format)
     });
     // A query stopped at its time limit may leave an operator mid-computation: do not wait for it.
     rt.shutdown_background();
     result
+}
+
+/// The latest snapshot of a lake, or the one `--as-of` names.
+fn snapshot(lake_dir: &Path, as_of: Option<&str>) -> Result<vigie::lake::Snapshot> {
+    let lake = vigie::catalog::open_existing(lake_dir)
+        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    Ok(match as_of {
+        None => lake.snapshot()?,
+        Some(spec) => {
+            let v = lake.version_of(spec)?;
+            lake.snapshot_at(v)
+                .with_context(|| format!("reading version {v} (--as-of {spec})"))?
+        }
+    })
 }
 
 /// Writes batches to stdout in a format.
@@ -118,14 +131,13 @@ pub fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
 }
 
 /// The interactive shell: one statement per `;`, history in ~/.vigie_sql_history, `\\d` lists tables, `\\d NAME` describes one.
-fn shell(lake_dir: &Path, format: Format, limits: QueryLimits) -> Result<()> {
+fn shell(lake_dir: &Path, format: Format, limits: QueryLimits, as_of: Option<&str>) -> Result<()> {
     use rustyline::error::ReadlineError;
-    let lake = Lake::open_existing(lake_dir)
-        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let snapshot = snapshot(lake_dir, as_of)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let guard = rt.block_on(Guard::open(&lake, limits))?;
+    let guard = rt.block_on(Guard::on(snapshot, limits))?;
     println!(
         "vigie sql on {} (snapshot {}): end statements with ';', \\d lists tables, \\d NAME describes one, \\q quits",
         lake_dir.display(),

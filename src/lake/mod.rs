@@ -1,29 +1,31 @@
-//! The Parquet lake: tables as Hive-partitioned directories, made visible atomically by a commit log.
+//! The Parquet lake: tables as Delta Lake tables (date-partitioned Parquet and a `_delta_log/` each), made visible atomically by Vigie's commit log.
 //!
 //! Layout of a lake directory:
 //!
 //! ```text
 //! LAKE/events/date=2026-11-20/part-<writer>-<n>.parquet    data files (ordinary Parquet)
+//! LAKE/events/_delta_log/00000000000000000007.json         the table's Delta log (see [`delta`])
 //! LAKE/quarantine/date=2026-11-29/part-….parquet
-//! LAKE/_vigie/log/00000000000000000042.json                 commit 42 (a delta)
+//! LAKE/_vigie/log/00000000000000000042.json                 commit 42 (a delta over every table)
 //! LAKE/_vigie/log/00000000000000000032.checkpoint.json      the whole state at 32
 //! LAKE/_vigie/writers/<writer>.lock                         held (flock) while a writer lives (published locked)
 //! ```
 //!
-//! Protocol. A writer writes each data file under a hidden name
-//! (`.part-….parquet.pending`, invisible to Parquet readers), fsyncs it, then
-//! commits by creating the next commit file with an exclusive hard link: the
-//! commit exists whole or not at all, and two writers can never both take a
-//! version. Only then are the pending files renamed to their final names.
-//! Readers list files from the committed state, never from the directory, and
-//! fall back to the pending name of a committed file whose rename has not
-//! happened yet. A writer that dies leaves pending files that no commit names;
-//! the next writer to open the lake deletes them (after checking, by its lock,
-//! that their writer is dead) and finishes renames of committed files. So
-//! after any crash and one more run, the directory holds exactly the committed
-//! files and is readable as plain Hive-partitioned Parquet by other engines.
+//! Protocol. A writer writes each data file under its final name (no log
+//! names it yet, so no reader sees it), fsyncs it, then commits by creating
+//! the next commit file with an exclusive hard link: the commit exists whole
+//! or not at all, and two writers can never both take a version. Then it rolls
+//! the tables' Delta logs forward ([`delta::sync`]). Readers list files from
+//! a committed state (Vigie's, or a table's Delta log), never from the
+//! directory. A writer that dies leaves files that no commit names; the next
+//! writer to open the lake deletes them (after checking, by its lock, that
+//! their writer is dead) and writes the Delta commits a crash left unwritten.
+//! Files removed by a commit stay on disk until [`Writer::vacuum`], so that
+//! older versions stay readable. `docs/lake.md` has the protocol and its crash
+//! cases.
 
 pub mod bounded;
+pub mod delta;
 pub mod manifest;
 pub mod parquet;
 pub mod record;
@@ -41,8 +43,10 @@ pub use manifest::{Commit, FileEntry, FileMeta, SourceState, State};
 
 /// Make a checkpoint every this many commits.
 pub const CHECKPOINT_EVERY: u64 = 32;
-/// Removed files stay on disk this long for readers of older snapshots.
+/// A tombstone whose file is gone (vacuumed) is forgotten by the next commit once it is this old.
 pub const TOMBSTONE_GRACE_MS: i64 = 10 * 60 * 1000;
+/// How long `vigie vacuum` keeps removed files by default: Delta's `deletedFileRetentionDuration`.
+pub const DEFAULT_RETENTION_MS: i64 = 168 * 3_600_000;
 
 /// Age past which an unpublished writer lock (`.<id>.lock.new`) is a dead writer's.
 const STALE_NEW_LOCK: std::time::Duration = std::time::Duration::from_secs(60);
@@ -93,6 +97,11 @@ pub fn now_ms() -> i64 {
 pub struct Lake {
     root: PathBuf,
     cache: Mutex<Option<State>>,
+    /// Tables declared for their Delta logs (schemas of tables that may still be empty).
+    catalogue: std::collections::BTreeMap<String, delta::TableSchema>,
+    /// One Delta roll-forward at a time in this process, and the heads it knows.
+    delta_lock: Mutex<()>,
+    delta_heads: Mutex<BTreeMap<String, delta::Head>>,
 }
 
 /// A committed state of the lake, for readers.
@@ -143,15 +152,6 @@ impl Snapshot {
             .table_files(table)
             .map(|f| (resolve(&self.root, &f.path), f))
             .collect()
-    }
-
-    /// Opens a lake directory that must exist already (commands that only read never create one).
-    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Lake> {
-        let root = root.into();
-        if !root.join("_vigie/log").is_dir() {
-            return Err(LakeError::NotALake(root));
-        }
-        Lake::open(root)
     }
 
     /// The lake root.
@@ -220,6 +220,124 @@ impl Lake {
         Ok(Lake {
             root,
             cache: Mutex::new(None),
+            catalogue: BTreeMap::new(),
+            delta_lock: Mutex::new(()),
+            delta_heads: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Declares the lake's tables, so that their Delta logs exist even while they are empty.
+    pub fn with_catalogue(mut self, tables: &[tables::TableDef]) -> Lake {
+        self.catalogue = tables
+            .iter()
+            .map(|t| {
+                (
+                    t.name.to_owned(),
+                    delta::TableSchema {
+                        schema: t.schema(),
+                        partition: t.partition.map(str::to_owned),
+                    },
+                )
+            })
+            .collect();
+        self
+    }
+
+    /// Checks every table's Delta log against Vigie's log (see [`delta::check`]).
+    pub fn check_delta(&self) -> Result<Vec<delta::TableCheck>> {
+        delta::check(self, &self.catalogue)
+    }
+
+    /// Rolls every table's Delta log forward to the latest Vigie commit (see [`delta::sync`]).
+    pub fn sync_delta(&self) -> Result<delta::SyncReport> {
+        delta::sync(self, &self.catalogue)
+    }
+
+    /// The committed state at an older `version` (time travel); its files may have been vacuumed.
+    pub fn state_at(&self, version: u64) -> Result<State> {
+        let (commits, checkpoints) = self.list_log()?;
+        let latest = commits.last().copied().unwrap_or(0);
+        if version > latest {
+            return Err(LakeError::Conflict(format!(
+                "version {version} is not committed (the latest is {latest})"
+            )));
+        }
+        let start = checkpoints
+            .iter()
+            .rev()
+            .find(|&&c| c <= version && (c + 1..=version).all(|v| commits.contains(&v)))
+            .copied();
+        let mut state = match start {
+            Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
+            None => {
+                if let Some(missing) = (1..=version).find(|v| !commits.contains(v)) {
+                    return Err(LakeError::Corrupt {
+                        path: self.commit_path(missing),
+                        msg: format!("commit {missing} is missing"),
+                    });
+                }
+                State::default()
+            }
+        };
+        for v in state.version + 1..=version {
+            state.apply(&self.read_commit(v)?);
+        }
+        Ok(state)
+    }
+
+    /// The Vigie version that was the latest at `time_ms` (the newest commit made at or before it).
+    pub fn version_at(&self, time_ms: i64) -> Result<u64> {
+        let (commits, _) = self.list_log()?;
+        let mut found = 0;
+        for v in commits {
+            if self.read_commit(v)?.time_ms <= time_ms {
+                found = v;
+            } else {
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// The version an `--as-of` argument names: a version number, or a time
+    /// (`2026-11-20T10:00:00.000Z`, `2026-11-20T10:00:00Z` or a date, read as its last millisecond).
+    pub fn version_of(&self, spec: &str) -> Result<u64> {
+        let spec = spec.trim();
+        if let Ok(v) = spec.parse::<u64>() {
+            return Ok(v);
+        }
+        let candidates = [
+            spec.to_owned(),
+            spec.replacen('Z', ".000Z", 1),
+            format!("{spec}T23:59:59.999Z"),
+        ];
+        let ms = candidates
+            .iter()
+            .find_map(|c| crate::log::syntax::parse_ts(c).ok())
+            .ok_or_else(|| {
+                LakeError::Conflict(format!(
+                    "{spec:?} is neither a version nor a time like 2026-11-20T10:00:00.000Z"
+                ))
+            })?;
+        self.version_at(ms)
+    }
+
+    /// A snapshot of an older version, whose files must all still be on disk.
+    pub fn snapshot_at(&self, version: u64) -> Result<Snapshot> {
+        let state = self.state_at(version)?;
+        if let Some(gone) = state
+            .files
+            .values()
+            .find(|f| !resolve(&self.root, &f.path).exists())
+        {
+            return Err(LakeError::Conflict(format!(
+                "version {version} can no longer be read: {} was vacuumed (keep versions longer with `vigie vacuum --retain HOURS`)",
+                gone.path
+            )));
+        }
+        Ok(Snapshot {
+            root: self.root.clone(),
+            state,
         })
     }
 
@@ -397,8 +515,10 @@ impl<'a> Writer<'a> {
         self.lake
     }
 
-    /// Finishes what dead writers left: renames committed pending files, deletes uncommitted ones,
-    /// deletes tombstoned files past their grace period, and forgets dead writers.
+    /// Finishes what dead writers left: renames committed pending files (lakes of older versions),
+    /// deletes files no commit names, forgets dead writers, and writes the Delta commits that
+    /// follow the latest Vigie commit. A Delta log it cannot roll forward (a gap, a corrupt
+    /// line, a version that describes another commit) is an error naming the table and version.
     pub fn recover(&self) -> Result<()> {
         let state = self.lake.state()?;
         // 1. Roll forward renames of committed files.
@@ -437,7 +557,6 @@ impl<'a> Writer<'a> {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        let now = now_ms();
         let state = self.lake.state()?;
         for table_dir in self.table_dirs()? {
             for path in walk_files(&table_dir)? {
@@ -445,26 +564,25 @@ impl<'a> Writer<'a> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                if let Some(inner) = name
+                // Data files are `part-<writer>-<n>.parquet` (older lakes: a hidden
+                // `.part-….parquet.pending` until the rename that followed the commit).
+                let inner = name
                     .strip_prefix(".")
                     .and_then(|n| n.strip_suffix(".pending"))
+                    .unwrap_or(&name);
+                let Some(writer) = inner
+                    .strip_prefix("part-")
+                    .filter(|_| inner.ends_with(".parquet"))
+                    .and_then(|r| r.split('-').next())
+                else {
+                    continue;
+                };
+                let rel = self.rel(&path.with_file_name(inner));
+                if dead.contains(writer)
+                    && !state.files.contains_key(&rel)
+                    && !state.tombstones.contains_key(&rel)
                 {
-                    let writer = inner
-                        .strip_prefix("part-")
-                        .and_then(|r| r.split('-').next())
-                        .unwrap_or("");
-                    let fin = path.with_file_name(inner);
-                    let rel = self.rel(&fin);
-                    if dead.contains(writer) && !state.files.contains_key(&rel) {
-                        remove_if_present(&path)?;
-                    }
-                } else if name.ends_with(".parquet") {
-                    let rel = self.rel(&path);
-                    if let Some(&removed) = state.tombstones.get(&rel)
-                        && now - removed > TOMBSTONE_GRACE_MS
-                    {
-                        remove_if_present(&path)?;
-                    }
+                    remove_if_present(&path)?;
                 }
             }
         }
@@ -483,7 +601,40 @@ impl<'a> Writer<'a> {
                 let _ = fs::remove_file(entry.path());
             }
         }
+        delta::verify_checkpoints(self.lake)?;
+        self.lake.sync_delta()?;
         Ok(())
+    }
+
+    /// Deletes the files that commits removed longer than `retain_ms` ago and forgets them, in one
+    /// commit (op `vacuum`); versions that named them can no longer be read. Returns the number of
+    /// files and bytes deleted, and the commit's version (none when nothing was due).
+    pub fn vacuum(&mut self, retain_ms: i64) -> Result<VacuumReport> {
+        let state = self.lake.state()?;
+        let cutoff = now_ms() - retain_ms.max(0);
+        let mut report = VacuumReport::default();
+        let root = self.lake.root.clone();
+        let mut txn = self.begin("vacuum")?;
+        for (rel, &removed) in &state.tombstones {
+            if removed > cutoff {
+                continue;
+            }
+            let path = root.join(rel);
+            for p in [pending_path(&path), path] {
+                if let Ok(m) = fs::metadata(&p) {
+                    report.bytes += m.len();
+                    report.files += 1;
+                    remove_if_present(&p)?;
+                }
+            }
+            txn.forget.push(rel.clone());
+        }
+        if txn.forget.is_empty() {
+            return Ok(report);
+        }
+        let n = txn.forget.len();
+        report.version = Some(txn.commit(serde_json::json!({ "vacuumed": n }))?);
+        Ok(report)
     }
 
     fn table_dirs(&self) -> Result<Vec<PathBuf>> {
@@ -520,6 +671,7 @@ impl<'a> Writer<'a> {
             remove: Vec::new(),
             sources: Vec::new(),
             stages: BTreeMap::new(),
+            forget: Vec::new(),
         })
     }
 
@@ -535,7 +687,8 @@ impl<'a> Writer<'a> {
         if let Some(dir) = fin.parent() {
             fs::create_dir_all(dir).at(dir)?;
         }
-        let pending = pending_path(&fin);
+        // Written under its final name: no log names it before the commit, so no reader sees it.
+        let pending = fin.clone();
         Ok(NewFile {
             table: table.to_string(),
             partition: partition.map(str::to_string),
@@ -546,17 +699,25 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// A data file being written (under its pending name) for a transaction.
+/// A data file being written for a transaction.
 #[derive(Debug, Clone)]
 pub struct NewFile {
     pub table: String,
     pub partition: Option<String>,
     /// Final path relative to the lake root.
     pub rel: String,
-    /// Where to write it now.
+    /// Where to write it now (its final name: invisible until a commit names it).
     pub pending: PathBuf,
-    /// Where it will live once committed.
+    /// Where it lives once committed.
     pub fin: PathBuf,
+}
+
+/// What [`Writer::vacuum`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    pub files: u64,
+    pub bytes: u64,
+    pub version: Option<u64>,
 }
 
 /// Changes that become visible together, or not at all.
@@ -568,6 +729,8 @@ pub struct Txn<'w, 'a> {
     remove: Vec<String>,
     sources: Vec<SourceState>,
     stages: BTreeMap<String, serde_json::Value>,
+    /// Tombstones to forget (their files were vacuumed).
+    forget: Vec<String>,
 }
 
 /// Test hook: abort the process at a named point of the commit protocol (`VIGIE_FAILPOINT`).
@@ -627,6 +790,7 @@ impl<'w, 'a> Txn<'w, 'a> {
             && self.remove.is_empty()
             && self.sources.is_empty()
             && self.stages.is_empty()
+            && self.forget.is_empty()
     }
 
     /// Drops the transaction and deletes its pending files.
@@ -698,12 +862,17 @@ impl<'w, 'a> Txn<'w, 'a> {
             base = state.version;
             let version = state.version + 1;
             let now = now_ms();
-            let forget: Vec<String> = state
+            let mut forget: Vec<String> = state
                 .tombstones
                 .iter()
                 .filter(|(p, t)| now - **t > TOMBSTONE_GRACE_MS && !lake.root.join(p).exists())
                 .map(|(p, _)| p.clone())
                 .collect();
+            for f in &self.forget {
+                if state.tombstones.contains_key(f) && !forget.contains(f) {
+                    forget.push(f.clone());
+                }
+            }
             let commit = Commit {
                 version,
                 writer: self.writer.id.clone(),
@@ -763,18 +932,27 @@ impl<'w, 'a> Txn<'w, 'a> {
         };
         let _ = base;
         failpoint("after_commit");
-        // Publish the files under their final names.
+        // Files written under a hidden name (none today) are published under their final names.
         for (f, _) in &self.add {
+            if f.pending == f.fin {
+                continue;
+            }
             match fs::rename(&f.pending, &f.fin) {
                 // Another writer's recovery may have finished the rename for us.
                 Err(e) if e.kind() == io::ErrorKind::NotFound && f.fin.exists() => {}
                 other => other.at(&f.fin)?,
             }
+            if let Some(d) = f.fin.parent() {
+                fsync_dir(d)?;
+            }
         }
-        for d in &dirs {
-            fsync_dir(d)?;
+        // The Delta logs follow. The Vigie commit is durable whatever happens here: a failure
+        // leaves them behind, a state readers see as the previous version, and the next writer
+        // (or this one's next commit) rolls them forward.
+        if let Err(e) = lake.sync_delta() {
+            tracing::warn!(version, error = %e, "the Delta logs could not follow the commit yet");
         }
-        failpoint("after_rename");
+        failpoint("after_delta");
         if version % CHECKPOINT_EVERY == 0 {
             let state = lake.state()?;
             if state.version == version {
@@ -852,12 +1030,12 @@ mod tests {
         let mut txn = w.begin("test").unwrap();
         let f = txn.new_file("t", Some("date=2026-01-01")).unwrap();
         fs::write(&f.pending, b"data").unwrap();
-        // Not visible before commit: neither in the state nor under a final name.
-        assert!(!f.fin.exists());
+        // Not visible before commit: no state names it.
+        assert!(lake.snapshot().unwrap().table_paths("t").is_empty());
         txn.add_file(f.clone(), 1, 4);
         let v = txn.commit(serde_json::json!({})).unwrap();
         assert_eq!(v, 1);
-        assert!(f.fin.exists() && !f.pending.exists());
+        assert!(f.fin.exists());
         let snap = lake.snapshot().unwrap();
         assert_eq!(snap.table_paths("t"), vec![f.fin.clone()]);
         assert!(snap.id().starts_with("v1-"));

@@ -289,7 +289,7 @@ mod tests {
     fn the_shared_sample_round_trips_byte_for_byte() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/server-logs/sample.jsonl"
+            "/tests/fixtures/server-logs/sample.jsonl"
         );
         let text = std::fs::read_to_string(path).unwrap();
         for line in text.lines() {

@@ -61,6 +61,9 @@ pub struct ReportOptions {
     /// Significance level of the randomness tests (before the Holm correction).
     pub alpha: f64,
     pub out: PathBuf,
+    /// Read the lake as it was at this version (default: the latest); a bundle generated again
+    /// `as_of` the version it records is byte-identical.
+    pub as_of: Option<u64>,
 }
 
 /// Errors of the report.
@@ -117,6 +120,9 @@ pub struct Scope {
     pub build: String,
     pub lake_snapshot: String,
     pub lake_version: u64,
+    /// The Delta version of every table at that lake version (`None`: the table has no Delta
+    /// version that old), for readers that check the figures with their own Delta reader.
+    pub delta_versions: BTreeMap<String, Option<u64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,7 +163,17 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
             opts.generated_at
         )));
     }
-    let snapshot = lake.snapshot()?;
+    let snapshot = match opts.as_of {
+        Some(v) => lake.snapshot_at(v)?,
+        None => lake.snapshot()?,
+    };
+    let mut delta_versions = BTreeMap::new();
+    for t in crate::catalog::tables() {
+        delta_versions.insert(
+            t.name.to_owned(),
+            crate::lake::delta::version_for(lake.root(), t.name, snapshot.version())?,
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -224,6 +240,7 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
             build: build_id().to_string(),
             lake_snapshot: snapshot.id(),
             lake_version: snapshot.version(),
+            delta_versions,
         },
         volumes: tables.remove("volumes").unwrap_or_default(),
         fairness,

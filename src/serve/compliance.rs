@@ -181,6 +181,7 @@ pub async fn report(State(app): State<AppState>, ctx: Ctx, Form(f): Form<ReportF
         to: to.clone(),
         alpha,
         out: out.clone(),
+        as_of: None,
     };
     let built = tokio::task::spawn_blocking(move || {
         let result = (|| {

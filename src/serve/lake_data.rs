@@ -878,7 +878,7 @@ impl DataSource for LakeData {
             let _guard = self.append_lock.lock().await;
             let root = self.lake.root().to_path_buf();
             let entry = tokio::task::spawn_blocking(move || {
-                let lake = Lake::open(&root).map_err(df_err)?;
+                let lake = crate::catalog::open(&root).map_err(df_err)?;
                 crate::review::append(&lake, e).map_err(df_err)
             })
             .await

@@ -65,13 +65,7 @@ pub enum SqlError {
 
 /// Every table Vigie writes, for registration.
 pub fn all_tables() -> Vec<tables::TableDef> {
-    let mut v = tables::all();
-    v.extend(crate::replay::run::derived_table_defs());
-    v.push(crate::features::account_table());
-    v.push(crate::features::pair_table());
-    v.push(crate::detect::FlagRow::def());
-    v.push(crate::review::AuditRow::def());
-    v
+    crate::catalog::tables()
 }
 
 /// The analysts' views (`queries/views/*.sql`), shipped with the binary: (name, doc, SELECT).

@@ -179,7 +179,7 @@ mod tests {
         std::fs::create_dir_all(&logs).unwrap();
         let sample = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/server-logs/sample.jsonl"
+            "/tests/fixtures/server-logs/sample.jsonl"
         ))
         .unwrap();
         let lines: Vec<&str> = sample.lines().collect();

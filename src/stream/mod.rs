@@ -69,6 +69,8 @@ pub struct StreamOptions {
     pub once: bool,
     /// Replay worker threads.
     pub threads: usize,
+    /// Files removed longer ago than this are deleted by the hourly vacuum (and on exit).
+    pub vacuum_retain: Duration,
 }
 
 impl StreamOptions {
@@ -83,6 +85,7 @@ impl StreamOptions {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
         }
     }
 }
@@ -98,6 +101,8 @@ pub struct StreamReport {
     pub detections: u64,
     pub compactions: u64,
     pub files_compacted: u64,
+    /// Files deleted by vacuum (removed longer ago than the retention).
+    pub files_vacuumed: u64,
     /// Batches abandoned because a file changed while being read (retried at the next look).
     pub retries: u64,
     /// Detection runs that failed (flags left as they were; tried again after the interval).
@@ -109,7 +114,7 @@ pub struct StreamReport {
 impl StreamReport {
     pub fn summary_line(&self) -> String {
         format!(
-            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files); {} retried; last lake version {}; {:.1} s",
+            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files), {} files vacuumed; {} retried; last lake version {}; {:.1} s",
             self.batches,
             self.commits,
             self.lines_valid + self.lines_quarantined,
@@ -120,6 +125,7 @@ impl StreamReport {
             self.detect_errors,
             self.compactions,
             self.files_compacted,
+            self.files_vacuumed,
             self.retries,
             self.last_version
                 .map(|v| v.to_string())
@@ -457,7 +463,10 @@ fn ingest_loop(
     }
 }
 
-/// The replay thread: replay, detection when due, compaction now and then.
+/// How often the stream vacuums.
+pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
+
+/// The replay thread: replay, detection when due, compaction now and then, vacuum every hour.
 fn derive_loop(
     lake: &Lake,
     opts: &StreamOptions,
@@ -466,6 +475,7 @@ fn derive_loop(
     let mut report = StreamReport::default();
     let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
     let mut since_compaction = 0u64;
+    let mut last_vacuum: Option<Instant> = None;
     let mut finish = false;
     while !finish {
         // Wait for a commit (or for a waiting detection run to be due), then take every message waiting.
@@ -498,6 +508,14 @@ fn derive_loop(
                     report.last_version = c.version.or(report.last_version);
                 }
             }
+            // Vacuum: hourly while following, and on the way out.
+            if finish || last_vacuum.is_none_or(|t| t.elapsed() >= VACUUM_EVERY) {
+                last_vacuum = Some(Instant::now());
+                let retain = i64::try_from(opts.vacuum_retain.as_millis()).unwrap_or(i64::MAX);
+                let v = lake.writer()?.vacuum(retain)?;
+                report.files_vacuumed += v.files;
+                report.last_version = v.version.or(report.last_version);
+            }
             Ok(())
         });
         match pass {
@@ -521,7 +539,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sample = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/server-logs/sample.jsonl"
+            "/tests/fixtures/server-logs/sample.jsonl"
         );
         let lake = Lake::open(dir.path().join("lake")).unwrap();
         commit_batch(&lake, &[PathBuf::from(sample)]).unwrap();

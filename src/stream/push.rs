@@ -23,7 +23,6 @@ use axum::routing::post;
 use sha2::{Digest, Sha256};
 
 use super::Derive;
-use crate::lake::Lake;
 
 /// Largest body accepted (bytes).
 pub const MAX_BODY: usize = 64 << 20;
@@ -274,7 +273,7 @@ fn commit_spooled(
     cfg: &PushConfig,
     path: &std::path::Path,
 ) -> Result<crate::ingest::IngestReport, String> {
-    let result = Lake::open(&cfg.lake)
+    let result = crate::catalog::open(&cfg.lake)
         .map_err(|e| e.to_string())
         .and_then(|lake| {
             super::commit_batch(&lake, &[path.to_path_buf()]).map_err(|e| e.to_string())
@@ -288,7 +287,7 @@ fn commit_spooled(
 fn spawn_derive(st: &PushState) {
     let st = st.clone();
     tokio::task::spawn_blocking(move || {
-        let Ok(lake) = Lake::open(&st.cfg.lake) else {
+        let Ok(lake) = crate::catalog::open(&st.cfg.lake) else {
             return;
         };
         loop {

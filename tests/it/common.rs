@@ -10,9 +10,10 @@ use arrow::datatypes::Int64Type;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use vigie::lake::Lake;
 
-/// The shared contracts directory (`../shared` from the crate root).
+/// The contract fixtures committed in the repository (copies of `../shared`: `tests/fixtures/README.md`).
+/// Paths under it mirror the shared directory: `fixtures/…`.
 pub fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
 }
 
 /// The independent implementation's clean sample.
@@ -139,7 +140,13 @@ pub fn data_files(lake: &Path) -> Vec<PathBuf> {
         let entry = entry.expect("entry");
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.starts_with('_') && entry.path().is_dir() {
-            out.extend(vigie::lake::walk_files(&entry.path()).expect("walk"));
+            // The table's data files, not its Delta log.
+            out.extend(
+                vigie::lake::walk_files(&entry.path())
+                    .expect("walk")
+                    .into_iter()
+                    .filter(|p| !p.components().any(|c| c.as_os_str() == "_delta_log")),
+            );
         }
     }
     out.sort();
@@ -178,7 +185,7 @@ pub fn ensure_python(modules: &[&str]) {
 
 /// Ingests `input` (a file or directory) into the lake at `lake`, without progress bars.
 pub fn quiet_ingest(lake: &Path, input: &Path) {
-    let l = Lake::open(lake).expect("open lake");
+    let l = vigie::catalog::open(lake).expect("open lake");
     vigie::ingest::ingest_paths(
         &l,
         &[input.to_path_buf()],
@@ -200,7 +207,7 @@ pub fn quiet_replay_options() -> vigie::replay::run::ReplayOptions {
 
 /// Replays what is new in the lake at `lake`.
 pub fn quiet_replay(lake: &Path) -> vigie::replay::run::ReplayReport {
-    let l = Lake::open(lake).expect("open lake");
+    let l = vigie::catalog::open(lake).expect("open lake");
     vigie::replay::run::run(&l, &quiet_replay_options()).expect("replay")
 }
 
@@ -214,7 +221,7 @@ pub fn sample_lake() -> &'static Path {
         let _ = std::fs::remove_dir_all(&dir);
         quiet_ingest(&dir, &root.join("data/sample"));
         quiet_replay(&dir);
-        let lake = vigie::lake::Lake::open(&dir).expect("open lake");
+        let lake = vigie::catalog::open(&dir).expect("open lake");
         vigie::detect::run(&lake, &root.join("queries/detect"), &Default::default())
             .expect("detect on the sample");
         dir
@@ -290,4 +297,14 @@ pub fn table_rows(lake: &Path, table: &str) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// Copies a directory tree (a lake, to write to it without touching the original).
+pub fn copy_dir(from: &Path, to: &Path) {
+    for f in vigie::lake::walk_files(from).expect("walk") {
+        let rel = f.strip_prefix(from).expect("under the source");
+        let dst = to.join(rel);
+        std::fs::create_dir_all(dst.parent().expect("a parent")).expect("mkdir");
+        std::fs::copy(&f, &dst).expect("copy");
+    }
 }

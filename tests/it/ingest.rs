@@ -331,6 +331,10 @@ fn assert_same_lake(a: &Path, b: &Path) {
         committed,
         "files on disk differ from the committed ones"
     );
+    // Every table's Delta log describes exactly the committed files, and none is behind.
+    for c in vigie::catalog::open(a).unwrap().check_delta().unwrap() {
+        assert!(c.problems.is_empty() && c.behind == 0, "{c:?}");
+    }
 }
 
 #[test]
@@ -346,7 +350,12 @@ fn killed_at_each_commit_step_then_rerun_matches_an_uninterrupted_run() {
         logs.to_str().unwrap(),
     ]);
     assert!(out.status.success());
-    for point in ["before_commit", "after_commit", "after_rename"] {
+    for point in [
+        "before_commit",
+        "after_commit",
+        "delta_partial",
+        "after_delta",
+    ] {
         let lake = dir.path().join(point);
         let status = Command::new(crate::common::vigie_bin())
             .args([

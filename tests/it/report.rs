@@ -25,6 +25,7 @@ fn report(out: &Path) -> (Value, String) {
         generated_at: format!("{TO}T23:59:59.999Z"),
         alpha: 0.01,
         out: out.to_path_buf(),
+        as_of: None,
     };
     let (_, digest) = generate(&Lake::open(sample_lake()).unwrap(), &opts).unwrap();
     let summary: Value =
@@ -303,4 +304,109 @@ fn every_injected_fairness_fault_is_in_the_report_and_clean_randomness_passes() 
             "{game} missing from summary.html"
         );
     }
+}
+
+/// A bundle records the lake version and every table's Delta version it read; generated again
+/// `--as-of` that version after the lake moved on, it is byte-identical.
+#[test]
+fn a_bundle_generated_again_as_of_its_version_is_byte_identical() {
+    let lake_dir = out_dir("as-of-lake");
+    crate::common::copy_dir(sample_lake(), &lake_dir);
+    let bundle = |out: &Path, as_of: Option<&str>| {
+        let mut args = vec![
+            "report",
+            "--lake",
+            lake_dir.to_str().unwrap(),
+            "--from",
+            FROM,
+            "--to",
+            TO,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(v) = as_of {
+            args.extend(["--as-of", v]);
+        }
+        let out = crate::common::vigie(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.rsplit_once("digest ")
+            .map(|(_, d)| d.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let first = out_dir("as-of-first");
+    let digest = bundle(&first, None);
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(first.join("summary.json")).unwrap()).unwrap();
+    let version = summary["scope"]["lake_version"].as_u64().unwrap();
+    let deltas = summary["scope"]["delta_versions"].as_object().unwrap();
+    assert_eq!(deltas.len(), vigie::catalog::tables().len());
+    assert!(deltas["events"].as_u64().is_some(), "{deltas:?}");
+    // The lake moves on: more events, a new replay and detection.
+    let extra = out_dir("as-of-extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    std::fs::write(
+        extra.join("more.jsonl"),
+        text.replace("\"game\":\"", "\"game\":\"more-"),
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "ingest",
+            "--quiet",
+            "--lake",
+            lake_dir.to_str().unwrap(),
+            extra.to_str().unwrap(),
+        ],
+        vec!["replay", "-q", "--lake", lake_dir.to_str().unwrap()],
+    ] {
+        let out = crate::common::vigie(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let now = out_dir("as-of-now");
+    assert_ne!(
+        bundle(&now, None),
+        digest,
+        "the lake changed, so does the bundle"
+    );
+    let again = out_dir("as-of-again");
+    assert_eq!(bundle(&again, Some(&version.to_string())), digest);
+    for f in ["summary.json", "evidence/dice.csv", "MANIFEST.sha256"] {
+        assert_eq!(
+            std::fs::read(first.join(f)).unwrap(),
+            std::fs::read(again.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Each recorded Delta version reads, with the Delta log alone, the files Vigie read.
+    let lake = Lake::open(&lake_dir).unwrap();
+    let state = lake.state_at(version).unwrap();
+    let events = deltas["events"].as_u64().unwrap();
+    let mut live = BTreeSet::new();
+    for v in 0..=events {
+        let path = lake_dir.join(format!("events/_delta_log/{v:020}.json"));
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let a: Value = serde_json::from_str(line).unwrap();
+            if let Some(p) = a["add"]["path"].as_str() {
+                live.insert(format!("events/{p}"));
+            }
+            if let Some(p) = a["remove"]["path"].as_str() {
+                live.remove(&format!("events/{p}"));
+            }
+        }
+    }
+    let want: BTreeSet<String> = state
+        .table_files("events")
+        .map(|f| f.path.clone())
+        .collect();
+    assert_eq!(live, want);
 }

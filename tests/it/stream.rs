@@ -246,6 +246,11 @@ fn killed_twenty_times_the_stream_equals_a_batch_run() {
     let (g_stream, g_batch) = (flags(&lake), flags(&batch));
     assert!(!g_batch.is_empty(), "the sample has flags");
     assert_eq!(g_stream, g_batch);
+    // After the kills and one more run, every table's Delta log describes exactly the
+    // committed files (compaction's removes included), and none is behind.
+    for c in vigie::catalog::open(&lake).unwrap().check_delta().unwrap() {
+        assert!(c.problems.is_empty() && c.behind == 0, "{c:?}");
+    }
     // Compaction left one file per partition where streaming wrote many.
     let state = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
     let files = state.table_files("events").count();

@@ -323,25 +323,15 @@ fn belote_matches_step_through_with_consistent_hands_and_scores() {
     assert!(deals > 10, "{deals}");
 }
 
-fn sample_log() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("VIGIE_SAMPLE_LOG") {
-        return Some(PathBuf::from(p));
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../shared", "../../shared", "../../../shared"]
-        .iter()
-        .map(|r| root.join(r).join("fixtures/server-logs/sample.jsonl"))
-        .find(|p| p.exists())
+fn sample_log() -> PathBuf {
+    std::env::var("VIGIE_SAMPLE_LOG").map_or_else(|_| crate::common::shared_sample(), PathBuf::from)
 }
 
 /// The 40 games of the independent sample log (shared/fixtures) replay without a single frame error.
 #[test]
 fn independent_sample_log_replays_without_errors() {
-    let Some(path) = sample_log() else {
-        eprintln!("sample.jsonl not found (set VIGIE_SAMPLE_LOG): skipped");
-        return;
-    };
-    let text = std::fs::read_to_string(&path).expect("sample log");
+    let path = sample_log();
+    let text = std::fs::read_to_string(&path).expect("the sample log (tests/fixtures)");
     let mut by_game: BTreeMap<String, Vec<LoggedEvent>> = BTreeMap::new();
     for line in text.lines() {
         let e = parse_line(line.as_bytes()).expect("valid line");

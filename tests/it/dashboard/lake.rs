@@ -24,13 +24,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn lake_copy(tag: &str) -> PathBuf {
     let dst = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("dashboard-lake-{tag}"));
     let _ = std::fs::remove_dir_all(&dst);
-    let src = sample_lake();
-    for f in vigie::lake::walk_files(src).unwrap() {
-        let rel = f.strip_prefix(src).unwrap();
-        let to = dst.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&f, &to).unwrap();
-    }
+    crate::common::copy_dir(sample_lake(), &dst);
     dst
 }
 
@@ -488,6 +482,7 @@ async fn compliance_download_is_the_cli_bundle_and_verifies() {
         generated_at: format!("{to}T23:59:59.999Z"),
         alpha: 0.01,
         out: cli.clone(),
+        as_of: None,
     };
     let (_, cli_digest) = tokio::task::spawn_blocking({
         let lake = lake.clone();

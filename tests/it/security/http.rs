@@ -184,7 +184,15 @@ fn status_of_head(server: &Server, head: &str, body: &[u8]) -> (u16, String) {
 /// `POST /ingest` of a file with `curl` and a bearer token; the HTTP status as curl printed it.
 fn upload(server: &Server, token: &str, body: &std::path::Path, extra: &[&str]) -> String {
     let out = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "60"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "60",
+        ])
         .args(["-H", &format!("Authorization: Bearer {token}")])
         .args(extra)
         .arg("--data-binary")
@@ -242,7 +250,12 @@ fn ingest_refuses_before_reading_and_bounds_what_it_reads() {
     let over = super::scratch("push-limits-over").join("over.jsonl");
     std::fs::write(&over, vec![b'\n'; (64 << 20) + 1]).expect("body file");
     assert_eq!(
-        upload(&server, &token, &over, &["-H", "Transfer-Encoding: chunked"]),
+        upload(
+            &server,
+            &token,
+            &over,
+            &["-H", "Transfer-Encoding: chunked"]
+        ),
         "413"
     );
     // Bodies read at once are capped: four slow uploads hold the slots, the fifth is told to retry.

@@ -1,0 +1,554 @@
+//! The lake as Delta tables: independent Delta readers (delta-rs, polars, DuckDB) and Spark read exactly what `vigie sql` reads; a reader sampling during a stream never sees a mix; bad logs stop every writer; time travel.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{ensure_python, sql_text, vigie};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether `python3` can import every module; prints why a test part is skipped when not.
+pub fn python_has(modules: &[&str], what: &str) -> bool {
+    let ok = Command::new("python3")
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!(
+            "skipped {what}: python3 cannot import {} (.ci/run installs them)",
+            modules.join(", ")
+        );
+    }
+    ok
+}
+
+/// Queries Spark runs over the files of the current Delta snapshot, and `vigie sql` runs over the lake.
+const SPARK_QUERIES: [(&str, &str); 2] = [
+    (
+        "events_per_kind",
+        "SELECT g.kind, count(*) AS n, count(DISTINCT e.game) AS games, sum(e.seq) AS seqs \
+         FROM events e JOIN games g ON g.game = e.game GROUP BY g.kind ORDER BY g.kind",
+    ),
+    (
+        "flagged_accounts_events",
+        "SELECT f.rule, count(DISTINCT f.account) AS accounts, count(e.seq) AS events \
+         FROM flags f LEFT JOIN events e ON e.player = f.account GROUP BY f.rule ORDER BY f.rule",
+    ),
+];
+
+/// Every table read by delta-rs, polars and DuckDB (and, when `spark`, two joins in Spark) gives
+/// the same rows as `vigie sql`: same count, same content checksum.
+pub fn external_readers_agree(lake: &Path, spark: bool) {
+    ensure_python(&[
+        "deltalake",
+        "polars",
+        "duckdb",
+        "duckdb_extension_delta",
+        "pyarrow",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let tables: Vec<String> = vigie::catalog::tables()
+        .iter()
+        .map(|t| t.name.to_owned())
+        .collect();
+    for t in &tables {
+        let out = vigie(&[
+            "sql",
+            "--lake",
+            lake.to_str().unwrap(),
+            "--format",
+            "parquet",
+            &format!("SELECT * FROM {t}"),
+        ]);
+        assert!(
+            out.status.success(),
+            "{t}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(dir.path().join(format!("{t}.parquet")), &out.stdout).unwrap();
+    }
+    let mut cmd = Command::new("python3");
+    cmd.arg(root().join("tests/lake/readers.py"))
+        .arg(lake)
+        .arg("--vigie")
+        .arg(dir.path());
+    let spark = spark && python_has(&["pyspark"], "the Spark half of the external readers");
+    if spark {
+        let q: serde_json::Map<String, serde_json::Value> = SPARK_QUERIES
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+            .collect();
+        let qf = dir.path().join("queries.json");
+        std::fs::write(&qf, serde_json::to_vec(&q).unwrap()).unwrap();
+        cmd.arg("--spark").arg(&qf);
+    }
+    let out = cmd.output().expect("python3");
+    assert!(
+        out.status.success(),
+        "readers.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("readers.py JSON");
+    for t in &tables {
+        let entry = &result[t.as_str()];
+        let want = &entry["vigie"];
+        assert!(want["rows"].is_u64(), "{t}: {entry}");
+        for reader in ["deltalake", "polars", "duckdb"] {
+            let got = &entry[reader];
+            assert_eq!(got["rows"], want["rows"], "{reader} counts {t} differently");
+            assert_eq!(
+                got["checksum"], want["checksum"],
+                "{reader} reads other rows of {t} ({} rows)",
+                want["rows"]
+            );
+        }
+    }
+    assert!(
+        result["events"]["vigie"]["rows"].as_u64().unwrap_or(0) > 0,
+        "the lake has events"
+    );
+    if spark {
+        for (name, sql) in SPARK_QUERIES {
+            let want: Vec<Vec<serde_json::Value>> = sql_text(lake, sql)
+                .into_iter()
+                .map(|r| {
+                    r.into_iter()
+                        .map(|v| match v.parse::<i64>() {
+                            Ok(n) => serde_json::Value::from(n),
+                            Err(_) => serde_json::Value::from(v),
+                        })
+                        .collect()
+                })
+                .collect();
+            let got: Vec<Vec<serde_json::Value>> =
+                serde_json::from_value(result["_spark"][name].clone()).expect("spark rows");
+            assert_eq!(got, want, "Spark's {name} differs from vigie sql");
+        }
+    }
+}
+
+/// A lake made by the stream from the sample in a few passes (so with compaction and detection
+/// re-runs), in `dir`.
+fn streamed_lake(dir: &Path) -> PathBuf {
+    let follow = dir.join("follow");
+    let lake = dir.join("lake");
+    std::fs::create_dir_all(&follow).unwrap();
+    let mut lines: Vec<String> = Vec::new();
+    for server in ["srv-01", "srv-02"] {
+        let sdir = root().join("data/sample").join(server);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&sdir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            let text = if f.extension().is_some_and(|e| e == "gz") {
+                let mut s = String::new();
+                std::io::Read::read_to_string(
+                    &mut flate2::read::GzDecoder::new(&bytes[..]),
+                    &mut s,
+                )
+                .unwrap();
+                s
+            } else {
+                String::from_utf8(bytes).unwrap()
+            };
+            lines.extend(text.lines().map(str::to_owned));
+        }
+    }
+    // Enough passes for a Delta checkpoint of the busiest tables (every 10 versions).
+    let parts = 12;
+    let per = lines.len().div_ceil(parts);
+    for (i, chunk) in lines.chunks(per).enumerate() {
+        let mut text = chunk.join("\n");
+        text.push('\n');
+        std::fs::write(follow.join(format!("part-{i}.jsonl")), text).unwrap();
+        let out = vigie(&[
+            "stream",
+            "--follow",
+            follow.to_str().unwrap(),
+            "--lake",
+            lake.to_str().unwrap(),
+            "--once",
+            "--rules",
+            root().join("queries/detect").to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    lake
+}
+
+fn check_ok(lake: &Path) -> serde_json::Value {
+    let out = vigie(&["lake", "check", "--json", "--lake", lake.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "lake check: {v:#}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+#[test]
+fn delta_readers_and_spark_read_a_streamed_lake_like_vigie() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = streamed_lake(dir.path());
+    let checks = check_ok(&lake);
+    let tables = checks.as_array().expect("one entry per table");
+    assert_eq!(tables.len(), vigie::catalog::tables().len());
+    for t in tables {
+        assert_eq!(t["behind"], 0, "{t}");
+    }
+    // Compaction removed files that are still on disk (until vacuum): a glob would count them.
+    let state = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    assert!(
+        state.tombstones.keys().any(|p| p.starts_with("events/")),
+        "the stream compacted events"
+    );
+    external_readers_agree(&lake, true);
+}
+
+#[test]
+fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = streamed_lake(dir.path());
+    let l = vigie::lake::Lake::open(&lake).unwrap();
+    let state = l.state().unwrap();
+    let removed: Vec<PathBuf> = state.tombstones.keys().map(|p| lake.join(p)).collect();
+    assert!(!removed.is_empty());
+    assert!(
+        removed.iter().all(|p| p.exists()),
+        "removed files stay until vacuum"
+    );
+    // Every version can be read again, and counts what it counted then.
+    let first_events = (1..=state.version)
+        .find(|&v| l.state_at(v).unwrap().table_rows("events") > 0)
+        .unwrap();
+    let then = l.state_at(first_events).unwrap().table_rows("events");
+    let old = sql_as_of(
+        &lake,
+        &first_events.to_string(),
+        "SELECT count(*) FROM events",
+    );
+    assert_eq!(old, then.to_string());
+    assert_ne!(
+        then,
+        state.table_rows("events"),
+        "the first commit had fewer events"
+    );
+    // A week's retention keeps everything.
+    let out = vigie(&["vacuum", "--lake", lake.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(removed.iter().all(|p| p.exists()));
+    // Zero hours deletes every removed file, and old versions say why they cannot be read.
+    let out = vigie(&["vacuum", "--retain", "0", "--lake", lake.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(removed.iter().all(|p| !p.exists()));
+    let out = vigie(&[
+        "sql",
+        "--lake",
+        lake.to_str().unwrap(),
+        "--as-of",
+        &first_events.to_string(),
+        "SELECT count(*) FROM events",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("vacuumed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The latest version is whole, for Vigie and for the Delta readers.
+    check_ok(&lake);
+    assert!(l.state().unwrap().tombstones.is_empty());
+    external_readers_agree(&lake, false);
+}
+
+fn sql_as_of(lake: &Path, as_of: &str, q: &str) -> String {
+    let out = vigie(&[
+        "sql",
+        "--lake",
+        lake.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--as-of",
+        as_of,
+        q,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_bad_delta_log_stops_every_writer_and_lake_check_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = streamed_lake(dir.path());
+    let events_log = |lake: &Path| lake.join("events/_delta_log");
+    let versions = |lake: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(events_log(lake))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(
+        versions(&good).len() >= 11,
+        "{} events versions",
+        versions(&good).len()
+    );
+    assert!(
+        good.join("events/_delta_log/00000000000000000010.checkpoint.parquet")
+            .exists()
+    );
+    assert!(
+        good.join("moves/_delta_log/00000000000000000010.checkpoint.parquet")
+            .exists()
+    );
+    type Damage = fn(&Path, &[PathBuf]);
+    let cases: [(&str, Damage, &str); 4] = [
+        (
+            "gap",
+            |lake, v| {
+                // The second newest version goes (and a checkpoint after it, if any).
+                let gone = &v[v.len() - 2];
+                std::fs::remove_file(gone).unwrap();
+                let stem = gone.file_stem().unwrap().to_string_lossy().into_owned();
+                let n: u64 = stem.parse().unwrap();
+                let cp = lake.join(format!(
+                    "events/_delta_log/{:020}.checkpoint.parquet",
+                    n + 1
+                ));
+                let _ = std::fs::remove_file(cp);
+            },
+            "missing",
+        ),
+        (
+            "corrupt line",
+            |_, v| {
+                let last = &v[v.len() - 1];
+                let mut text = std::fs::read_to_string(last).unwrap();
+                text.push_str("{not json\n");
+                std::fs::write(last, text).unwrap();
+            },
+            "line",
+        ),
+        (
+            "no log",
+            |lake, _| std::fs::remove_dir_all(lake.join("games/_delta_log")).unwrap(),
+            "",
+        ),
+        (
+            "checkpoint",
+            |lake, _| {
+                // Events' checkpoint replaced by the moves table's of the same version: it names
+                // other files than its commits.
+                let name = "_delta_log/00000000000000000010.checkpoint.parquet";
+                std::fs::copy(
+                    lake.join("moves").join(name),
+                    lake.join("events").join(name),
+                )
+                .unwrap();
+            },
+            "checkpoint",
+        ),
+    ];
+    for (name, damage, why) in cases {
+        let lake = dir.path().join(format!("bad-{}", name.replace(' ', "-")));
+        crate::common::copy_dir(&good, &lake);
+        let v = versions(&lake);
+        damage(&lake, &v);
+        let before = vigie::lake::Lake::open(&lake)
+            .unwrap()
+            .state()
+            .unwrap()
+            .version;
+        // Every writing command refuses, naming the table, and changes nothing.
+        for args in [
+            vec!["replay", "-q"],
+            vec!["vacuum"],
+            vec![
+                "ingest",
+                "--quiet",
+                dir.path().join("follow").to_str().unwrap(),
+            ],
+        ] {
+            let mut all = vec![args[0], "--lake", lake.to_str().unwrap()];
+            all.extend_from_slice(&args[1..]);
+            let out = vigie(&all);
+            let err = String::from_utf8_lossy(&out.stderr);
+            if name == "no log" {
+                // A missing log is one a crash before its creation leaves: the writer creates it.
+                assert!(out.status.success(), "{name}: {args:?}: {err}");
+                continue;
+            }
+            assert!(!out.status.success(), "{name}: {args:?} went on");
+            assert!(err.contains("events") && err.contains(why), "{name}: {err}");
+        }
+        let after = vigie::lake::Lake::open(&lake)
+            .unwrap()
+            .state()
+            .unwrap()
+            .version;
+        if name != "no log" {
+            assert_eq!(before, after, "{name}: a refused command committed");
+        }
+        let out = vigie(&["lake", "check", "--lake", lake.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        if name == "no log" {
+            assert!(out.status.success(), "{text}");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+            assert!(
+                text.contains("events") && text.contains(why),
+                "{name}: {text}"
+            );
+        }
+    }
+}
+
+/// Samples, while `vigie stream` commits (with compaction), every table's Delta count every second
+/// for `seconds`: each count must be the count of the Vigie version its Delta version names.
+#[test]
+fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
+    if !python_has(
+        &["deltalake"],
+        "a_delta_reader_during_a_stream_sees_committed_versions_only",
+    ) {
+        return;
+    }
+    let seconds: u64 = std::env::var("VIGIE_SAMPLE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let dir = tempfile::tempdir().unwrap();
+    let follow = dir.path().join("follow");
+    let lake = dir.path().join("lake");
+    std::fs::create_dir_all(&follow).unwrap();
+    let text = std::fs::read_to_string(crate::common::shared_sample()).expect("the sample log");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut child = Command::new(crate::common::vigie_bin())
+        .args(["stream", "--follow"])
+        .arg(&follow)
+        .arg("--lake")
+        .arg(&lake)
+        .args(["--commit-interval", "0.2", "--detect-interval", "0.5"])
+        .arg("--rules")
+        .arg(root().join("queries/detect"))
+        .env("VIGIE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("vigie stream");
+    let sampler = std::thread::spawn({
+        let lake = lake.clone();
+        move || {
+            let script = format!(
+                r#"
+import json, os, sys, time
+from deltalake import DeltaTable
+lake, end = {lake:?}, time.time() + {seconds}
+while not os.path.isdir(os.path.join(lake, "events", "_delta_log")):
+    time.sleep(0.1)
+while time.time() < end:
+    for t in ("events", "games", "moves", "game_players", "findings", "account_features", "flags"):
+        try:
+            d = DeltaTable(os.path.join(lake, t))
+        except Exception:
+            continue
+        n = d.to_pyarrow_dataset().count_rows()
+        print(json.dumps({{"table": t, "delta": d.version(), "vigie": d.transaction_version("vigie"), "rows": n}}), flush=True)
+    time.sleep(1)
+"#
+            );
+            Command::new("python3")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .expect("python3")
+        }
+    });
+    // The servers: the sample, a few games at a time, for the whole sampling time, then repeated
+    // under new game ids.
+    let started = Instant::now();
+    let mut copy = 0;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(follow.join("a.jsonl"))
+        .unwrap();
+    'feed: loop {
+        let renamed: Vec<String> = lines
+            .iter()
+            .map(|l| l.replace("\"game\":\"", &format!("\"game\":\"r{copy}-")))
+            .collect();
+        for chunk in renamed.chunks(60) {
+            if started.elapsed() > Duration::from_secs(seconds + 2) {
+                break 'feed;
+            }
+            for l in chunk {
+                use std::io::Write;
+                writeln!(file, "{l}").unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        copy += 1;
+    }
+    let out = sampler.join().expect("sampler");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let l = vigie::lake::Lake::open(&lake).unwrap();
+    let mut samples = 0;
+    let mut versions = std::collections::BTreeMap::new();
+    let mut compacted = false;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        let t = s["table"].as_str().unwrap();
+        let v = s["vigie"].as_u64().expect("txn version");
+        let rows = s["rows"].as_u64().unwrap();
+        let state = versions.entry(v).or_insert_with(|| l.state_at(v).unwrap());
+        compacted |= state.tombstones.keys().any(|p| p.starts_with("events/"));
+        assert_eq!(
+            rows,
+            state.table_rows(t),
+            "{t} read at Delta version {} counts {rows} rows; Vigie version {v} has {}",
+            s["delta"],
+            state.table_rows(t)
+        );
+        samples += 1;
+    }
+    assert!(samples >= seconds as usize, "{samples} samples");
+    assert!(compacted, "the stream compacted while the reader sampled");
+}
