@@ -7,22 +7,26 @@
 //!      ──features──▶ account_features, pair_features ──detect──▶ flags ──▶ dashboard, reports, SQL
 //! ```
 //!
-//! Below the pipeline rooms: [`games`] and [`fairness`] (pure rules engines
-//! and the randomness protocol, no I/O, depending on nothing else in the
-//! crate), [`log`] (the event model), [`lake`] (tables and atomic commits).
+//! Below the pipeline rooms, crates of their own: [`games`] and [`fairness`]
+//! (`vigie-rules`: the pure rules engines and the randomness protocol, no
+//! I/O), [`log`] (`vigie-log`: the event model), [`sim`] (`vigie-sim`: the
+//! simulator); in this crate, [`lake`] (tables and atomic commits) is the
+//! lowest room.
 
 pub mod catalog;
 pub mod detect;
-pub mod fairness;
 pub mod features;
-pub mod games;
 pub mod ingest;
 pub mod lake;
-pub mod log;
 pub mod replay;
 pub mod report;
 pub mod review;
 pub mod serve;
-pub mod sim;
 pub mod sql;
+pub mod staff;
 pub mod stream;
+
+// The crates below the pipeline, under the paths the rest of the code uses.
+pub use vigie_log as log;
+pub use vigie_rules::{fairness, games};
+pub use vigie_sim as sim;

@@ -208,6 +208,16 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, DetectError> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
+/// The tables rules read: everything detection runs after (never the flags they make, nor the
+/// staff's audit log).
+pub fn rule_tables() -> Vec<crate::lake::tables::TableDef> {
+    let mut v = crate::lake::tables::all();
+    v.extend(crate::replay::run::derived_table_defs());
+    v.push(crate::features::account_table());
+    v.push(crate::features::pair_table());
+    v
+}
+
 /// Runs the rules on a snapshot and returns their flags.
 pub async fn evaluate(
     snapshot: &crate::lake::Snapshot,
@@ -217,7 +227,7 @@ pub async fn evaluate(
 ) -> Result<Vec<FlagRow>, DetectError> {
     let ctx = crate::lake::sql::session(
         snapshot,
-        &crate::sql::all_tables(),
+        &rule_tables(),
         crate::lake::sql::Limits::default(),
     )
     .await

@@ -23,31 +23,10 @@ use crate::lake::{FileMeta, Lake, LakeError, Snapshot};
 pub const WINDOWS: [i64; 3] = [1, 7, 30];
 /// The stage name in the commit log.
 pub const STAGE: &str = "features";
-/// A move faster than this is "instant" (ms).
-pub const INSTANT_MS: i64 = 250;
 /// A game lost in fewer plies than this is a quick loss.
 pub const QUICK_LOSS_PLIES: i64 = 12;
-/// A "not your turn" this soon after the turn changed is a race, not tampering (ms).
-pub const RACE_MS: i64 = 1000;
-/// Attempt causes that only a client sending forged or impossible actions produces.
-pub const TAMPER_CAUSES: [&str; 16] = [
-    "not_own_piece",
-    "wrong_direction",
-    "skipped_capture",
-    "not_majority",
-    "no_such_path",
-    "ambiguous_move",
-    "no_such_token",
-    "token_finished",
-    "wrong_distance",
-    "not_out_of_yard",
-    "pass_while_movable",
-    "did_not_follow_suit",
-    "did_not_trump",
-    "did_not_beat_trump",
-    "card_not_in_hand",
-    "invalid_bid",
-];
+/// The thresholds the replay's per-game sums use (defined where they are applied).
+pub use crate::replay::rows::{INSTANT_MS, RACE_MS, TAMPER_CAUSES};
 
 /// Errors of the features stage.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@
 pub mod attempt;
 pub mod belote;
 pub mod draughts;
+pub mod error;
 pub mod fairness;
 pub mod finding;
 pub mod game;

@@ -20,8 +20,8 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::error::ReplayError;
 use super::index::GameIndex;
-use super::run::ReplayError;
 use crate::lake::State;
 
 /// What a recall did, for the run's log.
@@ -93,7 +93,7 @@ pub fn matching_rows(
     }
     for entry in state.table_files("games").filter(|f| !f.open) {
         let path = crate::lake::resolve(root, &entry.path);
-        let file = File::open(&path).map_err(super::run::io(&path))?;
+        let file = File::open(&path).map_err(super::error::io(&path))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
         stats.files += 1;
         let schema = builder.parquet_schema();

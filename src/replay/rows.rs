@@ -3,6 +3,30 @@
 use crate::lake::record::Ts;
 use crate::row_table;
 
+/// A move faster than this is "instant" (ms).
+pub const INSTANT_MS: i64 = 250;
+/// A "not your turn" this soon after the turn changed is a race, not tampering (ms).
+pub const RACE_MS: i64 = 1000;
+/// Attempt causes that only a client sending forged or impossible actions produces.
+pub const TAMPER_CAUSES: [&str; 16] = [
+    "not_own_piece",
+    "wrong_direction",
+    "skipped_capture",
+    "not_majority",
+    "no_such_path",
+    "ambiguous_move",
+    "no_such_token",
+    "token_finished",
+    "wrong_distance",
+    "not_out_of_yard",
+    "pass_while_movable",
+    "did_not_follow_suit",
+    "did_not_trump",
+    "did_not_beat_trump",
+    "card_not_in_hand",
+    "invalid_bid",
+];
+
 row_table! {
     /// One row per finding of replay (player attempts, server integrity, fairness), partitioned by the UTC date the game started. Codes are listed in docs/findings.md.
     pub struct FindingRow in "findings" (partition Some("date"), sort ["game", "seq"], bloom ["game"]) {
@@ -162,9 +186,9 @@ row_table! {
         game_moves: i64,
         /// Attempts by this player, accepted or rejected (rows of `moves`).
         attempts: i64,
-        /// Rejected attempts whose cause only a tampered client produces (`features::TAMPER_CAUSES`, or out of turn more than 1 s after the turn changed).
+        /// Rejected attempts whose cause only a tampered client produces ([`TAMPER_CAUSES`], or out of turn more than 1 s after the turn changed).
         tamper_attempts: i64,
-        /// Their causes, as a bit set: bit k for `features::TAMPER_CAUSES[k]`, bit 16 for out of turn.
+        /// Their causes, as a bit set: bit k for [`TAMPER_CAUSES`]`[k]`, bit 16 for out of turn.
         tamper_mask: i64,
         /// The tamper attempts as `game:seq`, in seq order: the evidence the `manipulation_attempts` rule shows.
         tamper_refs: Vec<String>,
@@ -358,7 +382,6 @@ fn median(mut xs: Vec<f64>) -> Option<f64> {
 impl MoveFacts {
     /// The facts of `account`'s attempts among `moves` (one game's, in seq order).
     pub fn of(moves: &[MoveRow], account: &str) -> MoveFacts {
-        use crate::features::{INSTANT_MS, RACE_MS, TAMPER_CAUSES};
         let mut f = MoveFacts::default();
         let mut think = Vec::new();
         for m in moves.iter().filter(|m| m.player == account) {

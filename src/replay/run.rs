@@ -27,28 +27,13 @@ use super::index::GameIndex;
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
 use crate::lake::parquet::{read_file, write_sorted};
 use crate::lake::tables::TableDef;
-use crate::lake::{FileEntry, Lake, LakeError, State, Txn};
+use crate::lake::{FileEntry, Lake, State, Txn};
 
 /// The stage name in the commit log.
 pub const STAGE: &str = "replay";
 
-/// Errors of the replay stage.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error("parquet: {0}")]
-    Parquet(#[from] parquet::errors::ParquetError),
-    #[error("arrow: {0}")]
-    Arrow(#[from] arrow::error::ArrowError),
-    #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("a replay worker failed")]
-    Worker,
-}
+pub use super::error::ReplayError;
+pub(crate) use super::error::io;
 
 /// Options of a replay run.
 #[derive(Debug, Clone)]
@@ -124,13 +109,6 @@ fn derived_tables() -> Vec<TableDef> {
         MoveRow::def(),
         DepartureRow::def(),
     ]
-}
-
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
-    move |source| ReplayError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// Replay state a long-running process (the stream) keeps between runs, so

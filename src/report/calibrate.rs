@@ -15,10 +15,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::randomness::{self, Counts, Verdict};
-use crate::fairness::stats::{
+use crate::log::Body;
+use crate::report::stats::{
     TestResult, chi_square_critical, ks_uniform, noncentral_chi_square_sf, normal_quantile,
 };
-use crate::log::Body;
 use crate::sim::SimError;
 use crate::sim::plan::GameKind;
 

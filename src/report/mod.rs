@@ -9,6 +9,7 @@
 pub mod calibrate;
 pub mod html;
 pub mod randomness;
+pub mod stats;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -267,7 +268,7 @@ async fn run_queries(
     snapshot: &Snapshot,
     opts: &ReportOptions,
 ) -> Result<Vec<(String, Vec<RecordBatch>)>, ReportError> {
-    let tables = crate::sql::all_tables();
+    let tables = crate::catalog::tables();
     let ctx = crate::lake::sql::session(snapshot, &tables, crate::lake::sql::Limits::default())
         .await
         .map_err(|source| ReportError::Query {

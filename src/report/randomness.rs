@@ -9,7 +9,7 @@
 //! rolls against 1/36 each: the first roll of a pair is biased, because a
 //! game goes on less often after a small, winning, roll) is replaced by the
 //! Anderson-Goodman test of transitions, which conditions on the first roll
-//! ([`crate::fairness::stats::TransitionCounts`]). `docs/report.md` has the
+//! ([`crate::report::stats::TransitionCounts`]). `docs/report.md` has the
 //! reasoning, the minimum samples and the calibration.
 
 use std::collections::BTreeMap;
@@ -20,7 +20,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use serde::Serialize;
 
 use super::ReportError;
-use crate::fairness::stats::{
+use crate::report::stats::{
     ADJACENT_CELLS, AdjacentPairCounts, FaceCounts, PositionCounts, SelectionCounts, TestResult,
     TransitionCounts, detectable_noncentrality, duel_wins_test, normal_quantile,
 };

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::log::syntax::{EpochMs, format_ts, parse_ts};
 
 /// The enum-with-text-form macro of the log model, shared.
-pub(crate) use crate::log::event::string_enum as text_enum;
+pub(crate) use crate::log::string_enum as text_enum;
 
 text_enum!(
     /// Staff roles. Reviewers review; analysts read the queue, accounts, games and

@@ -6,7 +6,7 @@ use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::audit::sha256_hex;
+use crate::review::sha256_hex;
 
 struct Asset {
     name: &'static str,

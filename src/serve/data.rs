@@ -1,7 +1,8 @@
 //! The boundary between the dashboard and its data: the [`DataSource`] trait and every type it returns.
 //!
-//! The main crate implements [`DataSource`] over its Parquet lake (DataFusion);
-//! this crate ships [`crate::serve::fake::FakeData`] for development and tests.
+//! [`crate::serve::lake_data::LakeData`] implements [`DataSource`] over the lake
+//! (DataFusion); it is the only implementation: tests serve lakes that the real
+//! pipeline built from the simulator and the sample logs.
 //!
 //! # Async, object-safe
 //!
@@ -22,7 +23,7 @@
 //! # Review state
 //!
 //! The review state of a flag is the fold of its audit entries
-//! ([`crate::serve::audit::ReviewIndex`]). The data source owns the audit log,
+//! ([`crate::review::ReviewIndex`]). The data source owns the audit log,
 //! so it is the one that fills [`Flag::review`] and [`FlagBrief::review`] and
 //! applies [`QueueQuery::statuses`] before paging: build a `ReviewIndex` from
 //! [`DataSource::audit_log`] (or an equivalent query) and look flags up in it.
@@ -31,7 +32,7 @@
 //!
 //! [`DataSource::append_audit`] must serialise appends (the hash chain needs a
 //! total order): take a lock, read the head, seal the entry with
-//! [`crate::serve::audit::seal`], persist it, release. The dashboard itself
+//! [`crate::review::seal`], persist it, release. The dashboard itself
 //! additionally serialises review actions within one process.
 
 use std::fmt;
@@ -41,7 +42,7 @@ use std::pin::Pin;
 use crate::log::syntax::{EpochMs, civil_from_days, days_from_civil};
 use crate::log::{Event, Kind, Mode, Seat};
 
-use super::audit::{AuditEntry, NewAuditEntry};
+use crate::review::{AuditEntry, NewAuditEntry};
 pub use crate::review::{Decision, FlagReview, ReviewStatus};
 
 /// The future every [`DataSource`] method returns.
@@ -73,7 +74,7 @@ pub trait DataSource: Send + Sync + 'static {
     fn audit_log(&self) -> DataFuture<'_, Vec<AuditEntry>>;
 
     /// Appends one audit entry: assigns `seq`, chains it to the head with
-    /// [`crate::serve::audit::seal`], persists it, and returns the sealed entry.
+    /// [`crate::review::seal`], persists it, and returns the sealed entry.
     fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry>;
 
     /// Runs an analyst's read-only query for the SQL console (at most
@@ -731,7 +732,7 @@ impl Table {
 /// Health of the data behind the dashboard.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Status {
-    /// Lake (or fake) version string.
+    /// Lake version string.
     pub lake_version: String,
     /// Latest event timestamp in the lake.
     pub latest_event: Option<EpochMs>,

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 
-use super::audit::{AuditEntry, NewAuditEntry, ReviewIndex};
 use super::data::*;
 use crate::lake::Lake;
 use crate::log::{Kind, Mode, Seat};
+use crate::review::{AuditEntry, NewAuditEntry, ReviewIndex};
 use crate::sql::{Guard, QueryLimits, TableAccess};
 
 /// The dashboard queries shipped with the binary (the files live in `queries/dashboard/`).

@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::audit::verify_chain;
+use crate::review::verify_chain;
 
 /// Histogram bucket upper bounds, seconds.
 pub const BUCKETS: [f64; 12] = [

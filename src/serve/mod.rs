@@ -1,10 +1,9 @@
 //! The trust-and-safety dashboard: an axum app with server-rendered pages for reviewers, analysts, compliance and admins.
 //!
 //! * [`data`]: the [`DataSource`] trait, the boundary with the main crate's lake.
-//! * [`fake`]: a rich invented data source for development and tests.
 //! * [`routes`]: the route table (route, method, roles) that builds the router and guards it.
 //! * [`auth`], [`users`]: sessions, CSRF, login rate limit, users file.
-//! * [`audit`], [`review`]: the hash-chained audit log and the review workflow.
+//! * [`review`]: the review workflow (the hash-chained audit log is [`crate::review`]'s).
 //! * [`frames`], [`board`]: game replay frames computed with the engines, drawn as SVG.
 //! * [`charts`], [`dashboards`]: declarative dashboards rendered as server-side SVG.
 //! * [`metrics`]: Prometheus text.
@@ -16,7 +15,6 @@
 //! Entry points: [`router`] and [`serve`].
 
 pub mod assets;
-pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod charts;
@@ -24,7 +22,6 @@ pub mod compliance;
 pub mod console;
 pub mod dashboards;
 pub mod data;
-pub mod fake;
 pub mod frames;
 pub mod http;
 pub mod lake_data;
@@ -33,7 +30,8 @@ pub mod pages;
 pub mod public;
 pub mod review;
 pub mod routes;
-pub mod users;
+/// Staff accounts (the module lives in [`crate::staff`], shared with the PostgreSQL endpoint).
+pub use crate::staff::users;
 
 use std::future::Future;
 use std::net::SocketAddr;

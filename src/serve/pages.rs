@@ -18,7 +18,6 @@ use crate::log::{Body, Kind};
 
 use super::AppState;
 use super::assets;
-use super::audit::{AuditEntry, ReviewAction, ReviewIndex, verify_chain};
 use super::auth::{Ctx, found};
 use super::board::{board_html, esc};
 use super::charts::{self, ChartKind};
@@ -29,6 +28,7 @@ use super::data::{
 use super::frames::{self, Tone};
 use super::routes::Access;
 use super::users::Role;
+use crate::review::{AuditEntry, ReviewAction, ReviewIndex, verify_chain};
 
 /// Renders a template with a status (500 on a template error).
 pub fn html<T: Template>(status: StatusCode, t: &T) -> Response {

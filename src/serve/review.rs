@@ -18,11 +18,11 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::AppState;
-use super::audit::{NewAuditEntry, ReviewAction};
 use super::auth::{Ctx, safe_next, see_other};
 use super::data::{Decision, FlagReview, ReviewStatus};
 use super::pages::ErrorPage;
 use super::users::Role;
+use crate::review::{NewAuditEntry, ReviewAction};
 
 /// Longest accepted reason, in characters.
 pub const MAX_REASON: usize = 2000;

@@ -70,8 +70,8 @@ use futures::{Sink, SinkExt, StreamExt};
 
 use super::{Guard, QueryLimits, TableAccess, bounds};
 use crate::lake::Lake;
-use crate::serve::auth::LoginLimiter;
-use crate::serve::users::{Role, dummy_hash, load_users, verify_password};
+use crate::staff::limiter::LoginLimiter;
+use crate::staff::users::{Role, dummy_hash, load_users, verify_password};
 
 /// Settings of the endpoint.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Vigie dashboard browser test: drives headless Chromium through a review and an analyst's view.
 
-Run against any deployment (fake or real data):
+Run against any deployment:
 
     python3 tests/browser/review_flow.py --base-url http://127.0.0.1:8088 \
         --reviewer rita:PASSWORD --analyst ana:PASSWORD \

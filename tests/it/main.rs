@@ -4,8 +4,6 @@ mod cli;
 mod common;
 mod dashboard;
 mod detect;
-mod draughts;
-mod engines;
 mod fixtures;
 mod ingest;
 mod lake;

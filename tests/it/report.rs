@@ -410,3 +410,68 @@ fn a_bundle_generated_again_as_of_its_version_is_byte_identical() {
         .collect();
     assert_eq!(live, want);
 }
+
+/// The calibration harness end to end, small: honest games pass the battery, a loaded die fails
+/// the faces test on every seed (the seeds are fixed: the outcome is too).
+#[test]
+fn calibration_passes_honest_games_and_catches_a_loaded_die() {
+    use vigie::report::calibrate::{Bias, CalibrationOptions, run};
+    let opts = CalibrationOptions {
+        seeds: 2,
+        first_seed: 1,
+        rolls: 40_000,
+        deals: 1_000,
+        duels: 300,
+        alpha: 0.01,
+        bias: None,
+        threads: 2,
+    };
+    let honest = run(&opts, &|_| {}).expect("calibration");
+    assert_eq!(honest.seeds.len(), 2);
+    assert!(
+        honest
+            .seeds
+            .iter()
+            .all(|s| s.rolls >= 40_000 && s.shuffles >= 1_000 && s.duels >= 300)
+    );
+    assert_eq!(honest.battery_failed, 0, "{}", honest.table());
+    let loaded = run(
+        &CalibrationOptions {
+            bias: Some(Bias::Face(0.2)),
+            ..opts
+        },
+        &|_| {},
+    )
+    .expect("calibration");
+    let (seen, predicted) = loaded.detection().expect("a bias");
+    assert_eq!(seen, 1.0, "{}", loaded.table());
+    assert!(predicted > 0.99, "{predicted}");
+}
+
+/// The calibration at a size where the approximations are tested for real (slow: about a minute a
+/// seed on the release build; docs/report.md has the full runs and their commands).
+#[test]
+#[ignore = "slow: run with --ignored --release"]
+fn calibration_at_scale_keeps_every_test_at_its_level() {
+    use vigie::report::calibrate::{CalibrationOptions, run};
+    let r = run(
+        &CalibrationOptions {
+            seeds: 12,
+            first_seed: 500,
+            rolls: 1_000_000,
+            deals: 40_000,
+            duels: 20_000,
+            alpha: 0.01,
+            bias: None,
+            threads: 2,
+        },
+        &|_| {},
+    )
+    .expect("calibration");
+    assert!(r.battery_failed <= 1, "{}", r.table());
+    for t in &r.tests {
+        if let Some(p) = t.ks_p_value {
+            assert!(p > 0.001, "{}: p-values not uniform\n{}", t.test, r.table());
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! Shared test helpers: an app over the fake data with one user per role, requests through the router, sessions and CSRF tokens.
+//! Shared test helpers: an app over a copy of the lake the real pipeline built from the simulator's sample (ingest, replay, detect), one user per role, requests through the router, sessions and CSRF tokens.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +8,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode, header};
 use tower::ServiceExt;
-use vigie::serve::fake::{FakeData, SampleIds};
+use vigie::serve::data::{DataSource, GameView, QueueQuery};
+use vigie::serve::lake_data::LakeData;
 use vigie::serve::users::{Role, add_user};
 use vigie::serve::{AppState, Config, router};
 
@@ -55,7 +56,74 @@ pub fn users_file(dir: &Path) -> PathBuf {
     path
 }
 
-/// An app over the fake data, its audit log in `dir`.
+/// The ids a test needs, taken from the lake: the account at the top of the queue, a flag of
+/// it with evidence in a game (one with a finding at the event it names when there is one), and that game.
+#[derive(Debug, Clone, Default)]
+pub struct SampleIds {
+    pub account: String,
+    pub flag: String,
+    pub game: String,
+}
+
+/// A runtime for blocking on the data source outside async tests.
+fn blocking<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+/// Finds [`SampleIds`] in a lake's queue.
+pub async fn sample_ids(data: &dyn DataSource) -> SampleIds {
+    let page = data.queue(&QueueQuery::default()).await.expect("queue");
+    let mut first = None;
+    for row in &page.items {
+        let view = data
+            .account(&row.account)
+            .await
+            .expect("account")
+            .expect("account view");
+        for f in &view.flags {
+            let Some(r) = f.evidence.refs.first() else {
+                continue;
+            };
+            let ids = SampleIds {
+                account: row.account.clone(),
+                flag: f.id.clone(),
+                game: r.game.clone(),
+            };
+            let game = data.game(&r.game).await.expect("game").expect("game view");
+            if game.findings.iter().any(|x| x.seq == r.seq) {
+                return ids;
+            }
+            first.get_or_insert(ids);
+        }
+    }
+    first.expect("a flag with evidence in a game in the sample lake")
+}
+
+/// Every game of the sample lake, as the dashboard shows it (read once per test run).
+pub fn lake_games() -> &'static [GameView] {
+    static GAMES: std::sync::OnceLock<Vec<GameView>> = std::sync::OnceLock::new();
+    GAMES.get_or_init(|| {
+        let lake = std::thread::spawn(crate::common::sample_lake)
+            .join()
+            .expect("the sample lake");
+        let data = LakeData::new(vigie::lake::Lake::open(lake).expect("lake"));
+        let ids = crate::common::sql_text(lake, "SELECT game FROM games ORDER BY game");
+        blocking(async {
+            let mut out = Vec::new();
+            for id in ids {
+                out.push(data.game(&id[0]).await.expect("game").expect("game view"));
+            }
+            out
+        })
+    })
+}
+
+/// An app over the sample lake, copied into `dir/lake` (review actions append to its audit log).
 pub struct TestApp {
     pub state: AppState,
     pub router: Router,
@@ -68,15 +136,41 @@ impl TestApp {
     }
 
     pub fn with(dir: &Path, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::build(dir, tweak, None)
+    }
+
+    /// An app whose sample ids are already known (when the lake's queue cannot be read).
+    pub fn with_ids(dir: &Path, ids: SampleIds) -> TestApp {
+        Self::build(dir, |_| {}, Some(ids))
+    }
+
+    fn build(dir: &Path, tweak: impl FnOnce(&mut Config), known: Option<SampleIds>) -> TestApp {
         let mut config = Config {
             users_file: users_file(dir),
             metrics_token: Some("metrics-secret".to_owned()),
             ..Config::default()
         };
         tweak(&mut config);
-        let data = FakeData::with_audit_file(&dir.join("audit.jsonl")).expect("fake data");
-        let ids = data.sample_ids().expect("sample ids");
-        let state = AppState::new(config, Arc::new(data)).expect("app state");
+        let lake = dir.join("lake");
+        if !lake.exists() {
+            // Built once per run by the real pipeline, which starts runtimes of its own: not
+            // from inside the test's runtime.
+            let sample = std::thread::spawn(crate::common::sample_lake)
+                .join()
+                .expect("the sample lake");
+            crate::common::copy_dir(sample, &lake);
+        }
+        let data = Arc::new(LakeData::new(vigie::catalog::open(&lake).expect("lake")));
+        let ids = match known {
+            Some(ids) => ids,
+            None => {
+                let data = Arc::clone(&data);
+                std::thread::spawn(move || blocking(sample_ids(data.as_ref())))
+                    .join()
+                    .expect("sample ids")
+            }
+        };
+        let state = AppState::new(config, data).expect("app state");
         TestApp {
             router: router(state.clone()),
             state,
@@ -99,12 +193,7 @@ impl TestApp {
         TestApp {
             router: router(state.clone()),
             state,
-            ids: SampleIds {
-                account: String::new(),
-                flag: String::new(),
-                game: String::new(),
-                seq: 0,
-            },
+            ids: SampleIds::default(),
         }
     }
 

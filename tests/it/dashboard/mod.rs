@@ -1,7 +1,6 @@
 //! Dashboard integration tests: routes and roles, CSRF, sessions and login limits, the review workflow, audit tampering, replay frames, and a real browser.
 
 mod audit;
-mod browser;
 mod common;
 mod frames;
 mod lake;

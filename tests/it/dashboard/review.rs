@@ -17,7 +17,7 @@ async fn status_of(app: &TestApp, flag: &str) -> ReviewStatus {
         .status
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claim_confirm_reopen_and_restart() {
     let dir = TempDir::new("review");
     let app = TestApp::new(&dir.0);
@@ -212,7 +212,7 @@ async fn claim_confirm_reopen_and_restart() {
             "rob:dismiss"
         ]
     );
-    assert!(vigie::serve::audit::verify_chain(&log).ok());
+    assert!(vigie::review::verify_chain(&log).ok());
 
     // The queue filter by status follows the fold.
     let (cookie, _) = app.session("carl", Role::Compliance);
@@ -222,7 +222,7 @@ async fn claim_confirm_reopen_and_restart() {
     assert!(!open.contains(&format!(">{account}<")));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_may_decide_a_claim_of_someone_else_and_queue_claims() {
     let dir = TempDir::new("review-admin");
     let app = TestApp::new(&dir.0);

@@ -7,7 +7,7 @@ use vigie::serve::users::Role;
 
 use super::common::{PASSWORD, TempDir, TestApp, body, location, set_cookie, sleep, to_login};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn posts_need_the_session_csrf_token() {
     let dir = TempDir::new("csrf");
     let app = TestApp::new(&dir.0);
@@ -54,7 +54,7 @@ async fn posts_need_the_session_csrf_token() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_flow_and_login_csrf() {
     let dir = TempDir::new("login");
     let app = TestApp::new(&dir.0);
@@ -114,7 +114,7 @@ async fn login_flow_and_login_csrf() {
     assert!(raw.contains("; Secure"), "{raw}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_expire() {
     let dir = TempDir::new("idle");
     let app = TestApp::with(&dir.0, |c| c.session_idle = Duration::from_millis(300));
@@ -141,7 +141,7 @@ async fn idle_sessions_expire() {
     assert!(to_login(&app.get("/queue", Some(&cookie)).await));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_rate_limit_per_ip_and_per_username() {
     let dir = TempDir::new("limit");
     let app = TestApp::with(&dir.0, |c| {
