@@ -214,23 +214,27 @@ pub fn read_file(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatc
 mod tests {
     use super::*;
     use crate::lake::record::Ts;
-    use crate::replay::rows::FindingRow;
+
+    crate::row_table! {
+        /// A small table sorted by game and seq, as the lake's tables are.
+        pub struct FindingRow in "test_rows" (partition None, sort ["game", "seq"], bloom ["game"]) {
+            /// Game id.
+            game: String,
+            /// Seq.
+            seq: i64,
+            /// Time.
+            ts: Option<Ts>,
+            /// Text.
+            message: String,
+        }
+    }
 
     fn finding(game: &str, seq: i64) -> FindingRow {
         FindingRow {
             game: game.into(),
             seq,
             ts: Some(Ts(seq * 1000)),
-            kind: None,
-            mode: None,
-            account: None,
-            code: "out_of_turn".into(),
-            category: "attempt".into(),
-            severity: "low".into(),
-            expected: None,
-            logged: None,
             message: format!("{game}:{seq}"),
-            facts: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Judging one attempt (move, bid, play) against the server's verdict: the findings every kind shares.
 
+use super::context::Cx;
 use super::finding::Code;
-use super::game::Cx;
 use crate::log::{Attempt, RejectReason};
 
 /// One attempt as a kind's replayer saw it.

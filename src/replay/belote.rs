@@ -1,8 +1,8 @@
 //! Belote replay: deals, bids, completed hands, plays, scoring of each deal, timeouts, match end.
 
 use super::attempt::{Attempted, judge_attempt};
+use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
-use super::game::{Cx, Draw, Logged, Rules};
 use super::rows::{DepartureRow, MoveRow};
 use crate::games::belote::{
     self as b, Announce, BeloteError, Bid, BidOutcome, Card, DealEnd, Match, MatchConfig, MatchEnd,

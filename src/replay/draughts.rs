@@ -1,8 +1,8 @@
 //! Draughts replay (international, Brazilian, Medieval): attempts, clock and timeout rules, duels, results.
 
 use super::attempt::{Attempted, judge_attempt};
+use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
-use super::game::{Cx, Draw, Logged, Rules};
 use super::rows::{DepartureRow, MoveRow};
 use crate::games::draughts::{
     self as d, Color, Duel, Game, Illegal, Mode, Piece, Position, Role, Square, Status, Variant,

@@ -1,7 +1,7 @@
 //! Fairness checks of one game: commitment present and on time, seed revealed and well-formed, every die, deal, duel and selection equal to its derivation.
 
+use super::context::{Cx, Draw, Logged};
 use super::finding::{Category, Code};
-use super::game::{Cx, Draw, Logged};
 use crate::fairness::{self, SelectColor};
 use crate::games::belote::{self as b, Card, PLAYERS};
 use crate::log::{Body, syntax};

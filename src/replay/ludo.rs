@@ -1,8 +1,8 @@
 //! Ludo replay: rolls, token moves and passes, bonus rolls and third sixes, timeouts, forfeits, results.
 
 use super::attempt::{Attempted, judge_attempt};
+use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
-use super::game::{Cx, Draw, Logged, Rules};
 use super::rows::{DepartureRow, MoveRow};
 use crate::games::ludo::{self as l, Expected, Game, LudoError, Seat, Variant};
 use crate::lake::record::Ts;

@@ -8,6 +8,7 @@
 
 pub mod attempt;
 pub mod belote;
+pub mod context;
 pub mod draughts;
 pub mod error;
 pub mod fairness;

@@ -16,22 +16,22 @@
 //!   password) until the oldest failure leaves the window.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use askama::Template;
 use axum::Form;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, FromRequestParts, MatchedPath, Request, State};
-use axum::http::request::Parts;
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::pages::{ErrorPage, Layout, html};
-use super::routes::{Access, AccessTable, NavEntry};
+use super::access::{Access, AccessTable, NavEntry};
+pub(crate) use super::context::client_ip;
+pub use super::context::{ClientAddr, Ctx, CurrentUser, found, safe_next, see_other};
+use super::layout::{ErrorPage, Layout, html};
 use super::users::{self, Role};
 
 /// Name of the session cookie.
@@ -66,17 +66,6 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The logged-in user of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CurrentUser {
-    /// Username.
-    pub name: String,
-    /// Role.
-    pub role: Role,
-    /// The session's CSRF token (for forms).
-    pub csrf: String,
 }
 
 #[derive(Debug)]
@@ -206,33 +195,6 @@ fn set_cookie(
     HeaderValue::from_str(&c).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// What handlers learn about the request: the user (if any) and the navigation.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    /// Logged-in user, when there is one.
-    pub user: Option<CurrentUser>,
-    /// Every navigation entry (filtered per role when rendered).
-    pub nav: Arc<Vec<NavEntry>>,
-    /// Request path (for the active nav link).
-    pub path: String,
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Ctx {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(parts
-            .extensions
-            .get::<Ctx>()
-            .cloned()
-            .unwrap_or_else(|| Ctx {
-                user: None,
-                nav: Arc::new(Vec::new()),
-                path: parts.uri.path().to_owned(),
-            }))
-    }
-}
-
 /// State of the guard middleware.
 #[derive(Clone)]
 pub struct Guard {
@@ -242,22 +204,6 @@ pub struct Guard {
     pub table: Arc<AccessTable>,
     /// Navigation.
     pub nav: Arc<Vec<NavEntry>>,
-}
-
-/// Whether a `next` target is a safe same-origin relative path.
-///
-/// Browsers drop tabs and newlines anywhere in a URL and read `\\` as `/`, so
-/// `/\t\\evil.example` would be `//evil.example`, another origin. Only a path
-/// made of visible ASCII without backslashes, starting with one `/` that is not
-/// followed by another, is accepted.
-pub fn safe_next(next: &str) -> Option<&str> {
-    let visible = next.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
-    let ok = visible
-        && next.starts_with('/')
-        && !next.starts_with("//")
-        && !next.starts_with("/login")
-        && !next.starts_with("/logout");
-    ok.then_some(next)
 }
 
 fn percent_encode(s: &str) -> String {
@@ -270,24 +216,6 @@ fn percent_encode(s: &str) -> String {
         }
     }
     out
-}
-
-/// 302 to a location.
-pub fn found(location: &str) -> Response {
-    let mut r = StatusCode::FOUND.into_response();
-    if let Ok(v) = HeaderValue::from_str(location) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
-}
-
-/// 303 See Other (after a POST).
-pub fn see_other(location: &str) -> Response {
-    let mut r = StatusCode::SEE_OTHER.into_response();
-    if let Ok(v) = HeaderValue::from_str(location) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
 }
 
 /// Decodes one `application/x-www-form-urlencoded` component.
@@ -527,23 +455,6 @@ pub async fn login_form(
     )
 }
 
-/// The peer address, when the server was started with connect info.
-#[derive(Debug, Clone, Copy)]
-pub struct ClientAddr(pub Option<SocketAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0),
-        ))
-    }
-}
-
 /// Form of `POST /login`.
 #[derive(Debug, serde::Deserialize)]
 pub struct LoginForm {
@@ -555,24 +466,6 @@ pub struct LoginForm {
     csrf: String,
     #[serde(default)]
     next: String,
-}
-
-pub(crate) fn client_ip(
-    parts_headers: &HeaderMap,
-    connect: Option<SocketAddr>,
-    trust_xff: bool,
-) -> String {
-    if trust_xff
-        && let Some(ip) = parts_headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    {
-        return ip.to_owned();
-    }
-    connect.map_or_else(|| "unknown".to_owned(), |a| a.ip().to_string())
 }
 
 /// `POST /login`.

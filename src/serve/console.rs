@@ -138,7 +138,7 @@ fn who(ctx: &Ctx) -> String {
 /// The tables the user's queries may read: the audit log only for the roles that see `/audit`.
 fn access(ctx: &Ctx) -> TableAccess {
     match &ctx.user {
-        Some(u) if super::routes::OVERSIGHT.contains(&u.role) => TableAccess::All,
+        Some(u) if super::access::OVERSIGHT.contains(&u.role) => TableAccess::All,
         _ => TableAccess::WithoutAudit,
     }
 }

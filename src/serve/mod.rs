@@ -14,17 +14,20 @@
 //!
 //! Entry points: [`router`] and [`serve`].
 
+pub mod access;
 pub mod assets;
 pub mod auth;
 pub mod board;
 pub mod charts;
 pub mod compliance;
 pub mod console;
+pub mod context;
 pub mod dashboards;
 pub mod data;
 pub mod frames;
 pub mod http;
 pub mod lake_data;
+pub mod layout;
 pub mod metrics;
 pub mod pages;
 pub mod public;

@@ -1,19 +1,10 @@
 //! Typed errors of the Belote engine: rejected bids, plays and deals.
 
+use super::actions::{Announce, Bid, Expected};
 use super::cards::{Card, CardError, Suit};
 use super::deal::Player;
-use super::game::{Announce, Bid, Expected};
 
-/// Text that is not a bid or an announcement.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    /// Not `take`, `pass` or a suit letter.
-    #[error("unknown bid {0:?}: expected take, pass, S, H, D or C")]
-    Bid(String),
-    /// Not `belote` or `rebelote`.
-    #[error("unknown announce {0:?}: expected belote or rebelote")]
-    Announce(String),
-}
+pub use super::actions::ParseError;
 
 /// Why a bid is invalid in its round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

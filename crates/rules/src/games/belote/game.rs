@@ -22,82 +22,14 @@
 //! [`DealEnd::released`]); consecutive litiges add up; they are lost if the
 //! match ends first.
 
+pub use super::actions::{Announce, Bid, Expected};
 use super::cards::{Card, Suit, check_deck};
 use super::deal::{
     DealScore, LAST_TRICK_BONUS, Outcome, PLAYERS, Player, TRICKS, completion_cards, dealer_of,
     initial_deal, other, score_deal,
 };
-use super::error::{AnnounceProblem, BeloteError, BidProblem, DealProblem, ParseError};
+use super::error::{AnnounceProblem, BeloteError, BidProblem, DealProblem};
 use super::rules::{classify_card, legal_cards};
-
-/// A bid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Bid {
-    /// Round 1: take the turned card's suit as trump.
-    Take,
-    /// Pass.
-    Pass,
-    /// Round 2: name another suit as trump.
-    Name(Suit),
-}
-
-impl std::str::FromStr for Bid {
-    type Err = ParseError;
-
-    /// `take`, `pass`, or a suit letter `S`, `H`, `D`, `C` (as in logs).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "take" => Ok(Bid::Take),
-            "pass" => Ok(Bid::Pass),
-            other => other
-                .parse()
-                .map(Bid::Name)
-                .map_err(|_| ParseError::Bid(other.to_owned())),
-        }
-    }
-}
-
-impl std::fmt::Display for Bid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Bid::Take => f.write_str("take"),
-            Bid::Pass => f.write_str("pass"),
-            Bid::Name(s) => write!(f, "{s}"),
-        }
-    }
-}
-
-/// An announcement made with a card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Announce {
-    /// With the first of the trump king and queen played.
-    Belote,
-    /// With the second.
-    Rebelote,
-}
-
-impl std::str::FromStr for Announce {
-    type Err = ParseError;
-
-    /// `belote` or `rebelote` (as in logs).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "belote" => Ok(Announce::Belote),
-            "rebelote" => Ok(Announce::Rebelote),
-            other => Err(ParseError::Announce(other.to_owned())),
-        }
-    }
-}
-
-impl Announce {
-    /// The word used in logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Announce::Belote => "belote",
-            Announce::Rebelote => "rebelote",
-        }
-    }
-}
 
 /// Match settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,37 +58,6 @@ pub enum MatchEnd {
     Timeouts,
     /// The loser left.
     Left,
-}
-
-/// What the match expects next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Expected {
-    /// The next deal.
-    Deal {
-        /// Its number.
-        deal: u32,
-        /// Its dealer.
-        dealer: Player,
-    },
-    /// A bid.
-    Bid {
-        /// Who bids.
-        player: Player,
-        /// Round 1 or 2.
-        round: u8,
-    },
-    /// The completed hands (after [`Match::deal_visible`] and a take).
-    CompleteHands {
-        /// The taker.
-        taker: Player,
-    },
-    /// A card.
-    Play {
-        /// Who plays.
-        player: Player,
-    },
-    /// The match is over.
-    Nothing,
 }
 
 /// A deal that has been dealt.

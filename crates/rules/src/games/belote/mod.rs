@@ -4,6 +4,7 @@
 //! Players are 0 (first listed, `p1`) and 1 (second listed, `p2`, who deals
 //! deal 0).
 
+mod actions;
 mod cards;
 mod deal;
 mod error;

@@ -1,6 +1,6 @@
 //! Typed errors of the Ludo engine: invalid settings and rejected actions.
 
-use super::game::Player;
+use super::player::Player;
 
 /// Variant settings the engine cannot honour.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -35,10 +35,8 @@
 //! tokens (forfeit, departure) count -1 too.
 
 use super::error::{LudoError, SeatsError};
+pub use super::player::Player;
 use super::variant::{FINISHED, LAST_TRACK, Seat, Variant};
-
-/// A player: their index in the `players` list (0 plays first).
-pub type Player = usize;
 
 /// Where a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,6 +6,7 @@
 
 mod error;
 mod game;
+mod player;
 #[cfg(test)]
 mod tests;
 mod variant;
