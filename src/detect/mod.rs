@@ -146,11 +146,11 @@ pub fn run_scoped(
         crate::lake::hex(&h.finalize()[..8])
     };
     let state = lake.state()?;
-    let replayed = state.stages.get(crate::replay::run::STAGE).cloned();
-    if let Some(prev) = state.stages.get(STAGE)
+    let replayed = state.stage::<crate::replay::run::ReplayStage>()?;
+    if let Some(prev) = state.stage::<DetectStage>()?
         && !force
-        && prev["replay"] == replayed.clone().unwrap_or_default()
-        && prev["rules"] == fingerprint
+        && prev.replay == replayed
+        && prev.rules == fingerprint
     {
         return Ok(DetectReport {
             elapsed_ms: started.elapsed().as_millis() as u64,
@@ -189,7 +189,11 @@ pub fn run_scoped(
         let meta = crate::lake::parquet::write_sorted(&file.pending, &def, def.schema(), &[batch])?;
         txn.add_file_meta(file, meta);
     }
-    txn.set_stage(STAGE, serde_json::json!({ "replay": replayed, "rules": fingerprint, "window_end_ms": window_end }));
+    txn.put_stage(&DetectStage {
+        replay: replayed,
+        rules: fingerprint,
+        window_end_ms: window_end,
+    })?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
     Ok(report)
@@ -206,6 +210,20 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, DetectError> {
         .enable_all()
         .build()?;
     Ok(RUNTIME.get_or_init(|| rt))
+}
+
+/// Detection's checkpoint: the replay checkpoint it followed, the fingerprint of the rules it ran
+/// (with their parameters), and the window end.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectStage {
+    pub replay: Option<crate::replay::run::ReplayStage>,
+    pub rules: String,
+    pub window_end_ms: i64,
+}
+
+impl crate::lake::Stage for DetectStage {
+    const KEY: &'static str = STAGE;
 }
 
 /// The tables rules read: everything detection runs after (never the flags they make, nor the

@@ -23,6 +23,21 @@ use crate::lake::{FileMeta, Lake, LakeError, Snapshot};
 pub const WINDOWS: [i64; 3] = [1, 7, 30];
 /// The stage name in the commit log.
 pub const STAGE: &str = "features";
+/// The features' checkpoint: the lake version and window end they were computed at, the replay
+/// checkpoint they followed, and how many accounts a scoped run recomputed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturesStage {
+    pub version: u64,
+    pub window_end_ms: i64,
+    pub replay: Option<crate::replay::run::ReplayStage>,
+    pub scoped: Option<usize>,
+}
+
+impl crate::lake::Stage for FeaturesStage {
+    const KEY: &'static str = STAGE;
+}
+
 /// A game lost in fewer plies than this is a quick loss.
 pub const QUICK_LOSS_PLIES: i64 = 12;
 /// The thresholds the replay's per-game sums use (defined where they are applied).
@@ -785,11 +800,7 @@ pub fn run_scoped(
     let started = std::time::Instant::now();
     let mut writer = lake.writer()?;
     let snapshot = lake.snapshot()?;
-    let replayed = snapshot
-        .state
-        .stages
-        .get(crate::replay::run::STAGE)
-        .cloned();
+    let replayed = snapshot.state.stage::<crate::replay::run::ReplayStage>()?;
     let end = snapshot
         .state
         .table_files("events")
@@ -932,7 +943,12 @@ pub fn run_scoped(
         scoped = scope.as_ref().map(Vec::len),
         "features"
     );
-    txn.set_stage(STAGE, serde_json::json!({ "version": snapshot.version(), "window_end_ms": end, "replay": replayed, "scoped": scope.as_ref().map(Vec::len) }));
+    txn.put_stage(&FeaturesStage {
+        version: snapshot.version(),
+        window_end_ms: end,
+        replay: replayed,
+        scoped: scope.as_ref().map(Vec::len),
+    })?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
     Ok(report)

@@ -150,3 +150,73 @@ impl State {
         self.table_files(table).map(|f| f.rows).sum()
     }
 }
+
+/// A derived stage's checkpoint, stored in the commit log under [`Stage::KEY`] and read back typed:
+/// a value that does not parse is an error naming the stage, never a default.
+pub trait Stage: Serialize + serde::de::DeserializeOwned {
+    /// The name in the commit log.
+    const KEY: &'static str;
+}
+
+impl State {
+    /// The checkpoint of stage `T`, if it ran.
+    pub fn stage<T: Stage>(&self) -> Result<Option<T>, super::LakeError> {
+        self.stages
+            .get(T::KEY)
+            .map(|v| {
+                serde_json::from_value(v.clone()).map_err(|e| {
+                    super::LakeError::Stage(StageError {
+                        stage: T::KEY,
+                        msg: e.to_string(),
+                        value: v.to_string(),
+                    })
+                })
+            })
+            .transpose()
+    }
+}
+
+/// A stage checkpoint that is not what its stage writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the checkpoint of stage {stage} in the commit log is not readable ({msg}): {value}")]
+pub struct StageError {
+    pub stage: &'static str,
+    pub msg: String,
+    pub value: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Probe {
+        version: u64,
+    }
+
+    impl Stage for Probe {
+        const KEY: &'static str = "probe";
+    }
+
+    #[test]
+    fn a_stage_checkpoint_reads_back_typed_or_names_the_stage() {
+        let mut state = State::default();
+        assert!(matches!(state.stage::<Probe>(), Ok(None)));
+        state
+            .stages
+            .insert("probe".into(), serde_json::json!({ "version": 7 }));
+        assert!(matches!(
+            state.stage::<Probe>(),
+            Ok(Some(Probe { version: 7 }))
+        ));
+        state
+            .stages
+            .insert("probe".into(), serde_json::json!({ "version": "seven" }));
+        let Err(super::super::LakeError::Stage(err)) = state.stage::<Probe>() else {
+            panic!("a stage error");
+        };
+        assert_eq!(err.stage, "probe");
+        assert!(err.to_string().contains("seven"), "{err}");
+    }
+}

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use manifest::{Commit, FileEntry, FileMeta, SourceState, State};
+pub use manifest::{Commit, FileEntry, FileMeta, SourceState, Stage, StageError, State};
 
 /// Make a checkpoint every this many commits.
 pub const CHECKPOINT_EVERY: u64 = 32;
@@ -60,6 +60,8 @@ pub enum LakeError {
     Corrupt { path: PathBuf, msg: String },
     #[error("commit conflict: {0}")]
     Conflict(String),
+    #[error(transparent)]
+    Stage(#[from] StageError),
     #[error(
         "{0} is not a Vigie lake (no _vigie/log): check --lake, or run a writing command such as `vigie ingest` to create one"
     )]
@@ -782,6 +784,16 @@ impl<'w, 'a> Txn<'w, 'a> {
     /// Moves the checkpoint of a derived stage.
     pub fn set_stage(&mut self, key: &str, value: serde_json::Value) {
         self.stages.insert(key.to_string(), value);
+    }
+
+    /// Moves the checkpoint of a derived stage, typed.
+    pub fn put_stage<T: Stage>(&mut self, value: &T) -> Result<()> {
+        let v = serde_json::to_value(value).map_err(|e| LakeError::Corrupt {
+            path: PathBuf::from(T::KEY),
+            msg: e.to_string(),
+        })?;
+        self.set_stage(T::KEY, v);
+        Ok(())
     }
 
     /// Whether the transaction changes nothing.

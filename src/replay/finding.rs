@@ -24,26 +24,20 @@ impl Category {
     }
 }
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Info,
-    Low,
-    Medium,
-    High,
-    Critical,
-}
+crate::log::string_enum!(
+    /// How serious a finding or a flag is, ordered (the one severity of the lake, the rules and the dashboard).
+    Severity {
+        Info => "info",
+        Low => "low",
+        Medium => "medium",
+        High => "high",
+        Critical => "critical",
+    }
+);
 
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
+impl Serialize for Severity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

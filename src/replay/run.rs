@@ -32,6 +32,18 @@ use crate::lake::{FileEntry, Lake, State, Txn};
 /// The stage name in the commit log.
 pub const STAGE: &str = "replay";
 
+/// The replay's checkpoint: the lake version its last run read, and the latest event time then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayStage {
+    pub version: u64,
+    pub horizon_ms: i64,
+}
+
+impl crate::lake::Stage for ReplayStage {
+    const KEY: &'static str = STAGE;
+}
+
 pub use super::error::ReplayError;
 pub(crate) use super::error::io;
 
@@ -232,11 +244,7 @@ pub fn run_with(
     let mut writer = lake.writer()?;
     let state = lake.state()?;
     let root = lake.root().to_path_buf();
-    let since = state
-        .stages
-        .get(STAGE)
-        .and_then(|v| v["version"].as_u64())
-        .unwrap_or(0);
+    let since = state.stage::<ReplayStage>()?.map_or(0, |s| s.version);
     let events: Vec<&FileEntry> = state.table_files("events").collect();
     let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
     let new_files: Vec<&FileEntry> = events
@@ -497,10 +505,10 @@ pub fn run_with(
     };
     let mut txn = writer.begin("replay")?;
     write_outputs(&mut txn, &root, &state, replays, &replayed, &closed_before)?;
-    txn.set_stage(
-        STAGE,
-        serde_json::json!({ "version": state.version, "horizon_ms": horizon }),
-    );
+    txn.put_stage(&ReplayStage {
+        version: state.version,
+        horizon_ms: horizon,
+    })?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);

@@ -83,6 +83,18 @@ pub fn read_log(snapshot: &Snapshot) -> Result<Vec<AuditEntry>, LakeError> {
     Ok(out)
 }
 
+/// The head of the audit log as a stage checkpoint: two appenders racing on the same head conflict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditHead {
+    pub seq: u64,
+    pub hash: String,
+}
+
+impl crate::lake::Stage for AuditHead {
+    const KEY: &'static str = "audit_head";
+}
+
 /// Seals and appends one entry to the lake's audit log in its own commit; returns it.
 pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, LakeError> {
     let mut writer = lake.writer()?;
@@ -102,10 +114,10 @@ pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, LakeError
         meta.bytes = crate::lake::parquet::write_file(&file.pending, &def, def.schema(), &[batch])?;
         txn.add_file_meta(file, meta);
         // The head is a stage checkpoint: two appenders racing on the same head conflict, and one retries.
-        txn.set_stage(
-            "audit_head",
-            serde_json::json!({ "seq": sealed.seq, "hash": sealed.hash }),
-        );
+        txn.put_stage(&AuditHead {
+            seq: sealed.seq,
+            hash: sealed.hash.clone(),
+        })?;
         match txn.commit(serde_json::json!({ "audit": sealed.seq })) {
             Ok(_) => return Ok(sealed),
             Err(LakeError::Conflict(_)) => continue,

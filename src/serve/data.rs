@@ -178,16 +178,7 @@ impl fmt::Display for Day {
 
 pub(crate) use crate::review::text_enum;
 
-text_enum!(
-    /// Severity of a flag or finding, ordered.
-    Severity {
-        Info => "info",
-        Low => "low",
-        Medium => "medium",
-        High => "high",
-        Critical => "critical",
-    }
-);
+pub use crate::replay::finding::Severity;
 
 text_enum!(
     /// What the pipeline recommends for an account.

@@ -89,7 +89,39 @@ fn lit(s: &str) -> String {
 /// Column accessors over a batch, by name, tolerant of types.
 struct Cols<'a>(&'a RecordBatch);
 
+/// A value read back from the lake that is not one the code knows: an error naming where it is,
+/// never a silent default.
+fn unknown(table: &str, column: &str, value: &str) -> DataError {
+    DataError::Corrupt(format!(
+        "{table}.{column} holds {value:?}, which is not a known value"
+    ))
+}
+
+/// Parses a value read from the lake with `parse`, or says which table, column and value it was.
+fn known<T>(
+    table: &str,
+    column: &str,
+    value: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<T, DataError> {
+    parse(value).ok_or_else(|| unknown(table, column, value))
+}
+
 impl Cols<'_> {
+    /// A required text column parsed with `parse`: null or an unknown value is an error.
+    fn parsed<T>(
+        &self,
+        table: &str,
+        name: &str,
+        i: usize,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T, DataError> {
+        let v = self
+            .str(name, i)
+            .ok_or_else(|| DataError::Corrupt(format!("{table}.{name} is null or missing")))?;
+        known(table, name, &v, parse)
+    }
+
     fn idx(&self, name: &str) -> Option<usize> {
         self.0.schema().index_of(name).ok()
     }
@@ -303,16 +335,16 @@ impl LakeData {
                 .entry(f.account.clone())
                 .or_default()
                 .push(flags.len());
-            let action = RecommendedAction::parse(&f.action).unwrap_or(RecommendedAction::Review);
+            let action = known("flags", "action", &f.action, RecommendedAction::parse)?;
             actions.insert(f.flag_id.clone(), action);
             flags.push(Flag {
                 id: f.flag_id.clone(),
                 account: f.account.clone(),
                 rule: f.rule.clone(),
                 title: f.title.clone(),
-                window: Window::parse(&f.window).unwrap_or(Window::Day30),
+                window: known("flags", "window", &f.window, Window::parse)?,
                 score: f.score,
-                severity: Severity::parse(&f.severity).unwrap_or(Severity::Medium),
+                severity: known("flags", "severity", &f.severity, Severity::parse)?,
                 first_seen: f.first_seen.map(|t| t.0).unwrap_or(f.window_end.0),
                 last_seen: f.last_seen.map(|t| t.0).unwrap_or(f.window_end.0),
                 kinds,
@@ -529,7 +561,7 @@ impl LakeData {
                 games_together: together.get(&account).copied().unwrap_or(0),
                 flagged: flagged.contains(account.as_str()),
                 account,
-                via: LinkVia::parse(&via).unwrap_or(LinkVia::Ip),
+                via: known("game_players", "via", &via, LinkVia::parse)?,
                 hash,
             });
         }
@@ -576,10 +608,10 @@ impl LakeData {
             .await
             .map_err(df_err)?;
         let players = each_row(&players_rows)
-            .filter_map(|(p, k)| {
-                Some(GamePlayer {
-                    account: p.str("account", k)?,
-                    seat: Seat::parse(&p.str("seat", k)?)?,
+            .map(|(p, k)| {
+                Ok(GamePlayer {
+                    account: p.parsed("game_players", "account", k, |a| Some(a.to_owned()))?,
+                    seat: p.parsed("game_players", "seat", k, Seat::parse)?,
                     ip: p.str("ip", k).unwrap_or_default(),
                     device: p.str("device", k).unwrap_or_default(),
                     outcome: p.str("outcome", k),
@@ -587,7 +619,7 @@ impl LakeData {
                     net: p.int("net", k),
                 })
             })
-            .collect();
+            .collect::<Result<Vec<_>, DataError>>()?;
         let ts = |name: &str| -> Option<i64> {
             let b = c.0;
             let col = b.column(b.schema().index_of(name).ok()?);
@@ -606,14 +638,8 @@ impl LakeData {
         };
         let summary = GameSummary {
             id: id.to_string(),
-            kind: c
-                .str("kind", i)
-                .and_then(|k| Kind::parse(&k))
-                .unwrap_or(Kind::Draughts10),
-            mode: c
-                .str("mode", i)
-                .and_then(|m| Mode::parse(&m))
-                .unwrap_or(Mode::Standard),
+            kind: c.parsed("games", "kind", i, Kind::parse)?,
+            mode: c.parsed("games", "mode", i, Mode::parse)?,
             variant: c.str("variant", i),
             rated: c.bool("rated", i).unwrap_or(false),
             stake: c.int("stake", i).unwrap_or(0),
@@ -648,19 +674,21 @@ impl LakeData {
             .await
             .map_err(df_err)?;
         let findings = each_row(&findings_rows)
-            .filter_map(|(f, k)| {
-                Some(Finding {
-                    seq: f.int("seq", k)?,
-                    code: f.str("code", k)?,
-                    category: FindingCategory::parse(&f.str("category", k)?)?,
-                    severity: Severity::parse(&f.str("severity", k)?).unwrap_or(Severity::Info),
+            .map(|(f, k)| {
+                Ok(Finding {
+                    seq: f
+                        .int("seq", k)
+                        .ok_or_else(|| DataError::Corrupt("findings.seq is null".into()))?,
+                    code: f.parsed("findings", "code", k, |c| Some(c.to_owned()))?,
+                    category: f.parsed("findings", "category", k, FindingCategory::parse)?,
+                    severity: f.parsed("findings", "severity", k, Severity::parse)?,
                     account: f.str("account", k),
                     expected: f.str("expected", k),
                     logged: f.str("logged", k),
                     message: f.str("message", k).unwrap_or_default(),
                 })
             })
-            .collect();
+            .collect::<Result<Vec<_>, DataError>>()?;
         Ok(Some(GameView {
             summary,
             events,

@@ -56,10 +56,8 @@ pub fn compact(
     let min_files = min_files.max(2);
     let state = lake.state()?;
     let replayed = state
-        .stages
-        .get(crate::replay::run::STAGE)
-        .and_then(|v| v["version"].as_u64())
-        .unwrap_or(0);
+        .stage::<crate::replay::run::ReplayStage>()?
+        .map_or(0, |s| s.version);
     let mut defs = vec![tables::events(), tables::quarantine()];
     defs.extend(crate::replay::run::derived_table_defs());
     // Groups of files to merge: (table, partition) -> files.

@@ -510,3 +510,89 @@ async fn compliance_download_is_the_cli_bundle_and_verifies() {
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
 }
+
+/// Rewrites `column` of every row of `table` in the lake at `dir` with `value`, through the lake's
+/// own writer (what a buggy writer or a hand edit could leave behind).
+fn overwrite_column(dir: &Path, table: &str, column: &str, value: &str) {
+    use arrow::array::{ArrayRef, StringArray};
+    use arrow::record_batch::RecordBatch;
+    let lake = Lake::open(dir).unwrap();
+    let snapshot = lake.snapshot().unwrap();
+    let def = vigie::sql::all_tables()
+        .into_iter()
+        .find(|d| d.name == table)
+        .expect("a lake table");
+    let files: Vec<_> = snapshot.state.table_files(table).cloned().collect();
+    assert!(!files.is_empty(), "{table} has no file");
+    let mut w = lake.writer().unwrap();
+    let mut txn = w.begin("tamper").unwrap();
+    for f in &files {
+        let batches = vigie::lake::parquet::read_file(&dir.join(&f.path), None).unwrap();
+        let batches: Vec<RecordBatch> = batches
+            .into_iter()
+            .map(|b| {
+                let i = b.schema().index_of(column).unwrap();
+                let mut cols = b.columns().to_vec();
+                cols[i] =
+                    std::sync::Arc::new(StringArray::from(vec![value; b.num_rows()])) as ArrayRef;
+                RecordBatch::try_new(b.schema(), cols).unwrap()
+            })
+            .collect();
+        txn.remove_file(&f.path);
+        let nf = txn.new_file(def.name, f.partition.as_deref()).unwrap();
+        let meta = vigie::lake::FileMeta {
+            rows: f.rows,
+            bytes: vigie::lake::parquet::write_file(&nf.pending, &def, def.schema(), &batches)
+                .unwrap(),
+            min_key: f.min_key.clone(),
+            max_key: f.max_key.clone(),
+            max_ts: f.max_ts,
+            open: f.open,
+            data_added: f.data_added,
+        };
+        txn.add_file_meta(nf, meta);
+    }
+    txn.commit(serde_json::json!({})).unwrap();
+}
+
+#[test]
+fn an_unknown_value_read_from_the_lake_is_an_error_naming_table_column_and_value() {
+    let rt = runtime();
+    // A game kind the code does not know is not drawn as a 10x10 board.
+    let dir = lake_copy("unknown-kind");
+    let game = {
+        let data = LakeData::new(Lake::open(&dir).unwrap());
+        let page = rt.block_on(data.queue(&QueueQuery::default())).unwrap();
+        let view = rt
+            .block_on(data.account(&page.items[0].account))
+            .unwrap()
+            .unwrap();
+        view.flags
+            .iter()
+            .flat_map(|f| f.evidence.refs.iter().map(|r| r.game.clone()))
+            .next()
+            .expect("a flag with a game")
+    };
+    overwrite_column(&dir, "games", "kind", "draughts12");
+    let data = LakeData::new(Lake::open(&dir).unwrap());
+    let Err(err) = rt.block_on(data.game(&game)) else {
+        panic!("an unknown game kind was read without error");
+    };
+    let msg = err.to_string();
+    assert!(
+        msg.contains("games.kind") && msg.contains("draughts12"),
+        "{msg}"
+    );
+    // An unknown recommended action is not shown as a plain review.
+    let dir = lake_copy("unknown-action");
+    overwrite_column(&dir, "flags", "action", "nuke_from_orbit");
+    let data = LakeData::new(Lake::open(&dir).unwrap());
+    let Err(err) = rt.block_on(data.queue(&QueueQuery::default())) else {
+        panic!("an unknown action was read without error");
+    };
+    let msg = err.to_string();
+    assert!(
+        msg.contains("flags.action") && msg.contains("nuke_from_orbit"),
+        "{msg}"
+    );
+}
