@@ -1,5 +1,6 @@
 //! CLI commands for people and checks: draughts move lists and perft, and recomputing randomness by hand.
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -8,6 +9,8 @@ use clap::{Subcommand, ValueEnum};
 use vigie::fairness;
 use vigie::games::belote::deck_from_indices;
 use vigie::games::draughts::{Position, Variant, perft};
+
+use super::Ctx;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum VariantArg {
@@ -54,6 +57,14 @@ pub const MAX_PERFT_DEPTH: u32 = 30;
 
 /// Most dice or duels the CLI prints in one run.
 pub const MAX_COUNT: u64 = 100_000_000;
+
+impl Draughts {
+    /// Runs `vigie draughts ...`.
+    pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
+        draughts(self)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
 
 pub fn draughts(cmd: Draughts) -> Result<()> {
     match cmd {
@@ -167,6 +178,14 @@ fn checked_seed(seed: &str) -> Result<&str> {
         bail!("invalid seed: {e}");
     }
     Ok(seed)
+}
+
+impl Fairness {
+    /// Runs `vigie fairness ...`.
+    pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
+        fairness(self)?;
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 pub fn fairness(cmd: Fairness) -> Result<()> {

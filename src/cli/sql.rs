@@ -2,12 +2,62 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use datafusion::arrow::array::RecordBatch;
 
 use vigie::sql::{Guard, QueryLimits};
+
+use super::Ctx;
+
+/// Arguments of `vigie sql`.
+#[derive(Debug, clap::Args)]
+pub struct SqlArgs {
+    /// Lake directory.
+    #[arg(long, default_value = "data/lake")]
+    lake: PathBuf,
+    /// Read the query from a file.
+    #[arg(short = 'f', long = "file")]
+    file: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Time limit of a query, seconds.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Memory limit of the session, MiB (operators that can spill do so beyond it).
+    #[arg(long, default_value_t = 512)]
+    memory_mb: usize,
+    /// Read the lake as it was at this version, or at this time (2026-11-20T10:00:00.000Z).
+    #[arg(long)]
+    as_of: Option<String>,
+    /// The query.
+    query: Option<String>,
+}
+
+impl SqlArgs {
+    /// Runs `vigie sql`: the query, the statements of the file, or the interactive shell.
+    pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
+        let Self {
+            lake,
+            file,
+            format,
+            timeout,
+            memory_mb,
+            as_of,
+            query,
+        } = self;
+        let limits = QueryLimits {
+            memory_bytes: memory_mb.clamp(1, 1 << 20).saturating_mul(1 << 20),
+            timeout: std::time::Duration::from_secs(timeout.clamp(1, 86_400)),
+            max_rows: None,
+        };
+        run(&lake, query, file, format, limits, as_of.as_deref())?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
 
 /// Limits of analysts' SQL in `vigie serve` (the console and the PostgreSQL endpoint).
 #[derive(Debug, Clone, clap::Args)]

@@ -1,0 +1,77 @@
+//! `vigie serve`: the trust-and-safety dashboard over a lake, with the optional PostgreSQL endpoint and `POST /ingest`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::Ctx;
+
+/// Arguments of `vigie serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Lake directory.
+    #[arg(long, default_value = "data/lake")]
+    lake: PathBuf,
+    /// Listen address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: std::net::SocketAddr,
+    /// Staff accounts file (default: LAKE/_vigie/config/users.json).
+    #[arg(long)]
+    users: Option<PathBuf>,
+    /// Also serve SQL over the PostgreSQL wire protocol on this address (analyst and admin accounts).
+    #[arg(long)]
+    pg: Option<std::net::SocketAddr>,
+    /// Enable `POST /ingest` (NDJSON pushed by game servers) with the bearer token in this file.
+    #[arg(long)]
+    ingest_token_file: Option<PathBuf>,
+    /// Detection rules directory (for the replay and detection that follow a push).
+    #[arg(long, default_value = "queries/detect")]
+    rules: PathBuf,
+    #[command(flatten)]
+    sql: super::sql::ServeSqlArgs,
+    #[command(flatten)]
+    http: super::pipeline::ServeHttpArgs,
+}
+
+impl ServeArgs {
+    /// Runs `vigie serve` until Ctrl-C or SIGTERM.
+    pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
+        let Self {
+            lake,
+            addr,
+            users,
+            pg,
+            ingest_token_file,
+            rules,
+            sql,
+            http,
+        } = self;
+        let users = users.unwrap_or_else(|| super::pipeline::users_file(&lake));
+        let push = match ingest_token_file {
+            Some(f) => {
+                let token = std::fs::read_to_string(&f)
+                    .with_context(|| format!("reading the ingest token {}", f.display()))?;
+                if token.trim().len() < 16 {
+                    anyhow::bail!(
+                        "the ingest token in {} is shorter than 16 characters",
+                        f.display()
+                    );
+                }
+                Some(vigie::stream::push::PushConfig::new(
+                    lake.clone(),
+                    &token,
+                    rules,
+                ))
+            }
+            None => None,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(super::pipeline::serve(
+            &lake, addr, users, pg, push, &sql, &http,
+        ))?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,87 @@
+//! `vigie simulate`: simulated server logs with known cheaters and server faults, and their ground truth.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::Ctx;
+
+/// Arguments of `vigie simulate`.
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value_t = 3)]
+    days: u32,
+    #[arg(long, default_value_t = 2000)]
+    games_per_day: u32,
+    #[arg(long, default_value_t = 1000)]
+    accounts: u32,
+    /// Malformed lines to splice into the files (labelled).
+    #[arg(long, default_value_t = 0)]
+    malformed: u32,
+    /// First simulated day (YYYY-MM-DD).
+    #[arg(long)]
+    start: Option<String>,
+    /// Game servers (one file per server per day).
+    #[arg(long)]
+    servers: Option<u32>,
+    /// Fraction of randomly matched games with one server fault.
+    #[arg(long)]
+    fault_rate: Option<f64>,
+    /// Accounts per individual behaviour, as a fraction of all accounts.
+    #[arg(long)]
+    behaviour_rate: Option<f64>,
+    /// The small preset that exercises every event type (used for data/sample).
+    #[arg(long)]
+    sample: bool,
+}
+
+impl SimulateArgs {
+    /// Runs `vigie simulate`.
+    pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
+        let Self {
+            out,
+            seed,
+            days,
+            games_per_day,
+            accounts,
+            malformed,
+            start,
+            servers,
+            fault_rate,
+            behaviour_rate,
+            sample,
+        } = self;
+        let mut opts = if sample {
+            vigie::sim::SimOptions::sample()
+        } else {
+            vigie::sim::SimOptions::default()
+        };
+        if !sample {
+            opts.seed = seed;
+            opts.days = days;
+            opts.games_per_day = games_per_day;
+            opts.accounts = accounts;
+        }
+        opts.malformed = malformed;
+        if let Some(s) = start {
+            opts.start = s;
+        }
+        if let Some(v) = servers {
+            opts.servers = v;
+        }
+        if let Some(v) = fault_rate {
+            opts.fault_rate = v;
+        }
+        if let Some(v) = behaviour_rate {
+            opts.behaviour_rate = v;
+        }
+        super::pipeline::run_simulate(&out, &opts, ctx.progress)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
