@@ -380,6 +380,16 @@ fn timeout_error(limit: Duration) -> PgWireError {
     )
 }
 
+/// The session's own deadline (which stops plans inside DataFusion) and the wire's timer race at
+/// the limit: either way the client gets PostgreSQL's statement-timeout error (57014).
+fn timeout_or(e: PgWireError, limit: Duration) -> (PgWireError, &'static str) {
+    if e.to_string().contains("the query ran longer than") {
+        (timeout_error(limit), "timeout")
+    } else {
+        (e, "refused or failed")
+    }
+}
+
 /// What is logged about one query when it ends.
 struct QueryLog {
     who: String,
@@ -423,7 +433,15 @@ fn bounded_response(
             match tokio::time::timeout_at(deadline, stream.next()).await {
                 Ok(Some(Ok(row))) => Some((Ok(row), (stream, n + 1, Some(log)))),
                 Ok(Some(Err(e))) => {
-                    log.done(n, "error");
+                    let (e, outcome) = timeout_or(e, limit);
+                    log.done(
+                        n,
+                        if outcome == "timeout" {
+                            outcome
+                        } else {
+                            "error"
+                        },
+                    );
                     Some((Err(e), (stream, n, None)))
                 }
                 Ok(None) => {
@@ -490,7 +508,8 @@ impl SimpleQueryHandler for Bounded {
         let responses = match planned {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
-                log.done(0, "refused or failed");
+                let (e, outcome) = timeout_or(e, self.limit);
+                log.done(0, outcome);
                 return Err(e);
             }
             Err(_) => {
@@ -546,7 +565,8 @@ impl ExtendedQueryHandler for Bounded {
         {
             Ok(Ok(r)) => Ok(bounded_response(r, deadline, self.limit, log)),
             Ok(Err(e)) => {
-                log.done(0, "refused or failed");
+                let (e, outcome) = timeout_or(e, self.limit);
+                log.done(0, outcome);
                 Err(e)
             }
             Err(_) => {
