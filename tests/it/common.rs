@@ -27,8 +27,19 @@ pub fn vigie_bin() -> &'static Path {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let built = Path::new(env!("CARGO_BIN_EXE_vigie"));
-        let dir =
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bin-{}", std::process::id()));
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        // Copies of earlier runs whose process is gone take a binary's size each: remove them.
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix("bin-")
+                    && !Path::new("/proc").join(pid).exists()
+                {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("bin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("binary dir");
         let copy = dir.join("vigie");
         std::fs::copy(built, &copy).expect("copy the vigie binary");
