@@ -39,6 +39,10 @@ pub struct SimulateArgs {
     /// The small preset that exercises every event type (used for data/sample).
     #[arg(long)]
     sample: bool,
+    /// A biased platform RNG, to check the audit report: this share of Ludo rolls is logged and
+    /// played as a six whatever the derivation gives (0.01: six at 17.5 % instead of 16.7 %).
+    #[arg(long, default_value_t = 0.0)]
+    six_bias: f64,
 }
 
 impl SimulateArgs {
@@ -56,6 +60,7 @@ impl SimulateArgs {
             fault_rate,
             behaviour_rate,
             sample,
+            six_bias,
         } = self;
         let mut opts = if sample {
             vigie::sim::SimOptions::sample()
@@ -81,6 +86,7 @@ impl SimulateArgs {
         if let Some(v) = behaviour_rate {
             opts.behaviour_rate = v;
         }
+        opts.six_bias = six_bias;
         super::pipeline::run_simulate(&out, &opts, ctx.progress)?;
         Ok(ExitCode::SUCCESS)
     }

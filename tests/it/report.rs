@@ -475,3 +475,59 @@ fn calibration_at_scale_keeps_every_test_at_its_level() {
         }
     }
 }
+
+/// A platform whose RNG favours six (the simulator's `six_bias`): the report's randomness battery
+/// fails the dice-face test, and only dice tests; each biased roll is also a `wrong_die` finding.
+#[test]
+fn a_biased_die_fails_the_dice_faces_test_and_nothing_else() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-six-bias");
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = dir.join("logs");
+    let lake_dir = dir.join("lake");
+    let opts = vigie::sim::SimOptions {
+        seed: 5150,
+        days: 1,
+        games_per_day: 600,
+        accounts: 300,
+        fault_rate: 0.0,
+        behaviour_rate: 0.0,
+        // Six at 1/6 + 5/6 x 0.1 = 25 % of rolls: plain to see on a day's Ludo games.
+        six_bias: 0.1,
+        ..vigie::sim::SimOptions::default()
+    };
+    vigie::sim::simulate(&opts, &logs, &|_| {}).unwrap();
+    crate::common::quiet_ingest(&lake_dir, &logs);
+    crate::common::quiet_replay(&lake_dir);
+    let out = dir.join("bundle");
+    let day = opts.start.clone();
+    let ropts = ReportOptions {
+        from: day.clone(),
+        to: day.clone(),
+        generated_at: format!("{day}T23:59:59.999Z"),
+        alpha: 0.01,
+        out: out.clone(),
+        as_of: None,
+    };
+    generate(&Lake::open(&lake_dir).unwrap(), &ropts).unwrap();
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["randomness"]["verdict"], "fail");
+    let tests = summary["randomness"]["tests"].as_array().unwrap();
+    let failed: Vec<&str> = tests
+        .iter()
+        .filter(|t| t["verdict"] == "fail")
+        .map(|t| t["name"].as_str().unwrap_or("?"))
+        .collect();
+    assert!(failed.contains(&"dice faces"), "{failed:?}");
+    assert!(
+        failed.iter().all(|n| n.starts_with("dice")),
+        "a non-dice test failed on a biased die: {failed:?}"
+    );
+    assert!(
+        summary["fairness"]["failures"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|x| x["code"] == "wrong_die")),
+        "no wrong_die finding: {}",
+        summary["fairness"]
+    );
+}

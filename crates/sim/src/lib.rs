@@ -66,6 +66,10 @@ pub struct SimOptions {
     pub gzip_level: u32,
     /// Opens the run with scripted games that reach every event type and outcome (the sample preset).
     pub coverage: bool,
+    /// A biased platform RNG: the share of Ludo rolls that the server logs and plays as a six
+    /// whatever the derivation gives (each such roll is labelled `wrong_die`). 0 (the default) is
+    /// fair; 0.01 makes six come up 17.5 % of the time instead of 16.7 % (1/6 + 5/6 × 0.01).
+    pub six_bias: f64,
     /// Worker threads (0: one per core). Never changes the output.
     #[serde(skip)]
     pub threads: u32,
@@ -85,6 +89,7 @@ impl Default for SimOptions {
             behaviour_rate: 0.005,
             gzip_level: 1,
             coverage: false,
+            six_bias: 0.0,
             threads: 0,
         }
     }
@@ -106,6 +111,7 @@ impl SimOptions {
             behaviour_rate: 0.04,
             gzip_level: 6,
             coverage: true,
+            six_bias: 0.0,
             threads: 0,
         }
     }
@@ -147,6 +153,9 @@ impl SimOptions {
                 "behaviour rate must be in [0, 0.1], got {}",
                 self.behaviour_rate
             ));
+        }
+        if !(0.0..=1.0).contains(&self.six_bias) {
+            return bad(format!("six bias must be in [0, 1], got {}", self.six_bias));
         }
         if self.gzip_level > 9 {
             return bad(format!("gzip level must be 0-9, got {}", self.gzip_level));

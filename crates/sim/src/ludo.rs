@@ -219,6 +219,13 @@ impl Sim<'_> {
             value = (derived + self.rng.range(0, 4) as u8) % 6 + 1;
             self.fault_done = true;
         }
+        let biased = !wrong
+            && self.spec.six_bias > 0.0
+            && derived != 6
+            && self.rng.chance(self.spec.six_bias);
+        if biased {
+            value = 6;
+        }
         let i = self.rec.push_random(
             ts,
             Body::Roll(Roll {
@@ -227,7 +234,7 @@ impl Sim<'_> {
                 value,
             }),
         );
-        if wrong {
+        if wrong || biased {
             self.rec.mark(
                 i,
                 FaultCode::WrongDie,

@@ -340,6 +340,8 @@ pub struct GameSpec {
     pub scenario: Scenario,
     /// Seed of the game's own RNG.
     pub rng_seed: u64,
+    /// [`SimOptions::six_bias`](crate::SimOptions::six_bias).
+    pub six_bias: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -701,6 +703,7 @@ impl<'a> Planner<'a> {
             reused_with: None,
             scenario,
             rng_seed,
+            six_bias: self.opts.six_bias,
         };
         if let Some(code) = scenario.fault {
             self.assign_fault(&mut spec, Some(code));

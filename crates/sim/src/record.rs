@@ -516,6 +516,7 @@ mod tests {
                 ..Scenario::random()
             },
             rng_seed: 1,
+            six_bias: 0.0,
         }
     }
 
