@@ -12,5 +12,6 @@ mod replay;
 mod report;
 mod security;
 mod sim;
+mod slt;
 mod sql;
 mod stream;
