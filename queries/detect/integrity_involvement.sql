@@ -10,7 +10,7 @@
 SELECT f.account, '30d' AS "window", CAST(count(*) AS DOUBLE) AS score,
        count(*) AS integrity_findings,
        array_to_string(array_sort(array_distinct(array_agg(f.code))), ' ') AS codes,
-       array_agg(concat(f.game, ':', CAST(f.seq AS VARCHAR))) AS refs,
+       array_agg(concat(f.game, ':', CAST(f.seq AS VARCHAR)) ORDER BY f.ts, f.game, f.seq) AS refs,
        min(f.ts) AS first_seen, max(f.ts) AS last_seen,
        ${min_findings} AS min__integrity_findings
 FROM findings f

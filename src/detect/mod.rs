@@ -273,8 +273,64 @@ pub async fn evaluate(
             "detection rule"
         );
     }
-    flags.sort_by(|a, b| (&a.account, &a.rule, &a.window).cmp(&(&b.account, &b.rule, &b.window)));
-    Ok(flags)
+    Ok(merge_same_flag(flags))
+}
+
+/// One flag per (account, rule, window), as its id says. A pair rule returns one row per partner
+/// and the ring rule one per device: their rows become one flag with the strongest row's score,
+/// severity and evidence, the other rows' evidence under `"also"` (strongest first), every ref once,
+/// and the earliest and latest times seen.
+fn merge_same_flag(mut flags: Vec<FlagRow>) -> Vec<FlagRow> {
+    flags.sort_by(|a, b| {
+        (&a.account, &a.rule, &a.window)
+            .cmp(&(&b.account, &b.rule, &b.window))
+            .then(b.score.total_cmp(&a.score))
+            .then_with(|| a.evidence.cmp(&b.evidence))
+    });
+    let mut out: Vec<FlagRow> = Vec::with_capacity(flags.len());
+    let mut also: Vec<serde_json::Value> = Vec::new();
+    let close = |f: &mut FlagRow, also: &mut Vec<serde_json::Value>| {
+        if also.is_empty() {
+            return;
+        }
+        let mut ev: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&f.evidence).unwrap_or_default();
+        ev.insert(
+            "also".into(),
+            serde_json::Value::Array(std::mem::take(also)),
+        );
+        f.evidence = serde_json::Value::Object(ev).to_string();
+    };
+    for f in flags {
+        match out.last_mut() {
+            Some(top) if top.flag_id == f.flag_id => {
+                for r in f.refs {
+                    if !top.refs.contains(&r) {
+                        top.refs.push(r);
+                    }
+                }
+                top.first_seen = match (top.first_seen, f.first_seen) {
+                    (Some(a), Some(b)) => Some(Ts(a.0.min(b.0))),
+                    (a, b) => a.or(b),
+                };
+                top.last_seen = match (top.last_seen, f.last_seen) {
+                    (Some(a), Some(b)) => Some(Ts(a.0.max(b.0))),
+                    (a, b) => a.or(b),
+                };
+                also.push(serde_json::from_str(&f.evidence).unwrap_or(serde_json::Value::Null));
+            }
+            _ => {
+                if let Some(top) = out.last_mut() {
+                    close(top, &mut also);
+                }
+                out.push(f);
+            }
+        }
+    }
+    if let Some(top) = out.last_mut() {
+        close(top, &mut also);
+    }
+    out
 }
 
 const RESERVED: [&str; 8] = [
@@ -473,4 +529,66 @@ pub fn read_flags(snapshot: &crate::lake::Snapshot) -> Result<Vec<FlagRow>, Dete
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(account: &str, score: f64, evidence: &str, refs: &[&str], seen: (i64, i64)) -> FlagRow {
+        FlagRow {
+            flag_id: flag_id(account, "win_trading", "30d"),
+            account: account.into(),
+            rule: "win_trading".into(),
+            title: "Win trading".into(),
+            window: "30d".into(),
+            score,
+            severity: "high".into(),
+            action: "review".into(),
+            evidence: evidence.into(),
+            refs: refs.iter().map(|r| (*r).to_owned()).collect(),
+            first_seen: Some(Ts(seen.0)),
+            last_seen: Some(Ts(seen.1)),
+            window_end: Ts(100),
+            rule_version: "v".into(),
+        }
+    }
+
+    #[test]
+    fn rows_of_one_account_rule_and_window_become_one_flag() {
+        let flags = merge_same_flag(vec![
+            row(
+                "alice",
+                4.0,
+                r#"{"partner":"bob"}"#,
+                &["g1:3", "g2:5"],
+                (10, 20),
+            ),
+            row("carol", 2.0, r#"{"partner":"dave"}"#, &["g9:1"], (5, 6)),
+            row(
+                "alice",
+                9.0,
+                r#"{"partner":"zed"}"#,
+                &["g2:5", "g7:2"],
+                (15, 40),
+            ),
+        ]);
+        assert_eq!(flags.len(), 2);
+        let alice = &flags[0];
+        assert_eq!(alice.account, "alice");
+        assert_eq!(alice.score, 9.0, "the strongest row leads");
+        let ev: serde_json::Value = serde_json::from_str(&alice.evidence).unwrap();
+        assert_eq!(ev["partner"], "zed");
+        assert_eq!(ev["also"], serde_json::json!([{ "partner": "bob" }]));
+        assert_eq!(alice.refs, ["g2:5", "g7:2", "g1:3"]);
+        assert_eq!(
+            (alice.first_seen, alice.last_seen),
+            (Some(Ts(10)), Some(Ts(40)))
+        );
+        // A flag with one row is left as it was.
+        assert_eq!(flags[1].evidence, r#"{"partner":"dave"}"#);
+        let ids: std::collections::BTreeSet<&str> =
+            flags.iter().map(|f| f.flag_id.as_str()).collect();
+        assert_eq!(ids.len(), flags.len());
+    }
 }

@@ -215,6 +215,25 @@ fn evidence(json: &str, refs: &[String]) -> Evidence {
                 }
             }
             serde_json::Value::String(s) => ev.notes.push((k.clone(), s.clone())),
+            // The other rows of a flag that a rule returned several times (one per partner or
+            // device): one note each, their values without the thresholds.
+            serde_json::Value::Array(rows) if k == "also" => {
+                for (n, row) in rows.iter().enumerate() {
+                    let Some(row) = row.as_object() else { continue };
+                    let text: Vec<String> = row
+                        .iter()
+                        .filter(|(name, _)| {
+                            !name.starts_with("min__") && !name.starts_with("max__")
+                        })
+                        .map(|(name, v)| match v {
+                            serde_json::Value::String(s) => format!("{name} {s}"),
+                            v => format!("{name} {v}"),
+                        })
+                        .collect();
+                    ev.notes
+                        .push((format!("also ({})", n + 1), text.join(", ")));
+                }
+            }
             _ => {}
         }
     }
@@ -914,5 +933,27 @@ impl DataSource for LakeData {
             self.invalidate().await;
             Ok(entry)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_other_rows_of_a_merged_flag_are_shown_as_notes() {
+        let ev = evidence(
+            r#"{"partner":"zed","games":6,"min__games":5,"also":[{"partner":"bob","games":5,"min__games":5}]}"#,
+            &["g1:3".to_owned()],
+        );
+        assert_eq!(ev.features.len(), 1);
+        assert!(ev.notes.contains(&("partner".to_owned(), "zed".to_owned())));
+        assert!(
+            ev.notes
+                .contains(&("also (1)".to_owned(), "games 5, partner bob".to_owned())),
+            "{:?}",
+            ev.notes
+        );
+        assert_eq!(ev.refs.len(), 1);
     }
 }
