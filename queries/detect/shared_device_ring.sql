@@ -36,4 +36,6 @@ JOIN (
     UNION ALL
     SELECT b AS account, a AS partner, games FROM pairs
 ) x ON x.account = m.account
+-- A ring partner is on the same device (a pair that shared another device is not this ring).
+JOIN members mp ON mp.account = x.partner AND mp.device = m.device
 GROUP BY m.account, m.device
