@@ -26,6 +26,7 @@
 
 pub mod bounded;
 pub mod delta;
+pub mod functions;
 pub mod manifest;
 pub mod parquet;
 pub mod record;

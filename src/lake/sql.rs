@@ -306,6 +306,7 @@ pub async fn session(
     }
     .build();
     let ctx = SessionContext::new_with_state(state);
+    super::functions::register(&ctx);
     let url = url::Url::parse(STORE_URL)
         .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     ctx.register_object_store(&url, Arc::new(SnapshotStore::new(snapshot)));

@@ -4,8 +4,8 @@
 //! Each file gets a fresh session holding every lake table (empty, every column nullable, the
 //! `date` partition column as in the lake), then Vigie's views, each report query as a view
 //! `report_<name>` (period 2026-11-01 to 2026-11-30) and each detection rule rendered with its
-//! default parameters as a view `rule_<id>`. A file fills the tables it needs with `INSERT` and
-//! checks the rows that come out.
+//! default parameters as a view `rule_<id>` (with Vigie's SQL functions of `vigie::lake::functions`,
+//! as in every session). A file fills the tables it needs with `INSERT` and checks the rows that come out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,7 @@ async fn session() -> Result<SessionContext, DataFusionError> {
         let table = MemTable::try_new(schema, vec![vec![]])?;
         ctx.register_table(def.name, Arc::new(table))?;
     }
+    vigie::lake::functions::register(&ctx);
     vigie::sql::register_views(&ctx).await?;
     for (name, sql) in vigie::report::QUERIES {
         let sql = sql.replace("${from}", FROM).replace("${to}", TO);
