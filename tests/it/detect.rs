@@ -469,3 +469,48 @@ fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
     vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(crate::common::table_rows(&path, "account_features"), full);
 }
+
+/// Server faults that land on honest players (a simulated population without cheaters, a third of
+/// its games with one server fault) flag none of them as favoured by faults, although many are
+/// named in two integrity findings or more.
+#[test]
+fn server_faults_alone_do_not_flag_the_honest_players_they_land_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let lake_dir = dir.path().join("lake");
+    let opts = vigie::sim::SimOptions {
+        seed: 8080,
+        days: 2,
+        games_per_day: 800,
+        accounts: 200,
+        fault_rate: 0.35,
+        behaviour_rate: 0.0,
+        ..vigie::sim::SimOptions::default()
+    };
+    vigie::sim::simulate(&opts, &logs, &|_| {}).unwrap();
+    crate::common::quiet_ingest(&lake_dir, &logs);
+    crate::common::quiet_replay(&lake_dir);
+    let named_twice: i64 = crate::common::sql_first(
+        &lake_dir,
+        "SELECT count(*) FROM (SELECT account FROM findings WHERE category = 'integrity' \
+         AND account IS NOT NULL GROUP BY account HAVING count(*) >= 2)",
+    )
+    .parse()
+    .unwrap();
+    assert!(
+        named_twice > 0,
+        "no honest account is named twice: the test shows nothing"
+    );
+    let lake = Lake::open(&lake_dir).unwrap();
+    vigie::detect::run(&lake, &rules_dir(), &Default::default()).unwrap();
+    let flags = vigie::detect::read_flags(&lake.snapshot().unwrap()).unwrap();
+    let favoured: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.rule == "integrity_involvement")
+        .map(|f| f.account.as_str())
+        .collect();
+    assert!(
+        favoured.is_empty(),
+        "{named_twice} honest accounts named twice or more; flagged: {favoured:?}"
+    );
+}
