@@ -10,13 +10,22 @@
 -- action: review
 -- param min_abandons = 3 : abandons while losing in 30 days (two can be bad luck with a connection)
 -- param min_share = 0.3 : abandons while losing per game lost
+-- How unusual: the platform's share of lost games abandoned (every account's 30d features), and the
+-- chance that an account with that share abandons at least as many of its lost games (binomial).
+WITH base AS (
+    SELECT CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share
+    FROM account_features WHERE "window" = '30d'
+)
 SELECT f.account, f."window",
        CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) * 10.0 AS score,
        f.abandons_losing, f.departures, f.departures_losing, f.losses, f.games,
        CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) AS abandon_share,
+       b.share AS platform_abandon_share,
+       binomial_at_least(f.abandons_losing, greatest(f.losses, f.abandons_losing), b.share) AS p_value,
        ${min_abandons} AS min__abandons_losing, ${min_share} AS min__abandon_share,
        e.refs, e.first_seen, e.last_seen
 FROM account_features f
+CROSS JOIN base b
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen

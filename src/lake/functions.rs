@@ -3,6 +3,11 @@
 //! `poisson_at_least(k, lambda)`: the chance that a Poisson count of mean `lambda` is at least
 //! `k`, i.e. how often an account with the platform's rate would show `k` or more events. Null
 //! when an argument is null; 1 when `k <= 0`; 0 when `lambda <= 0 < k`.
+//!
+//! `binomial_at_least(k, n, p)`: the chance of at least `k` successes in `n` trials of
+//! probability `p`, i.e. how often an account with the platform's share would show `k` or more
+//! of its `n` (an abandon in `k` of `n` lost games). Null when an argument is null or `p` is not
+//! in [0, 1]; 1 when `k <= 0`; 0 when `k > n`.
 
 use std::sync::Arc;
 
@@ -29,6 +34,58 @@ pub fn poisson_at_least(k: f64, lambda: f64) -> f64 {
     }
     // P(X >= k) = P(k, lambda), the lower regularized gamma function.
     statrs::function::gamma::checked_gamma_lr(k, lambda).unwrap_or(f64::NAN)
+}
+
+/// P(X >= k) for X ~ Binomial(n, p); NaN when `p` is not a probability.
+pub fn binomial_at_least(k: f64, n: f64, p: f64) -> f64 {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    if k.is_nan() || n.is_nan() || !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    let (k, n) = (k.ceil(), n.floor().max(0.0));
+    if k <= 0.0 {
+        return 1.0;
+    }
+    if k > n {
+        return 0.0;
+    }
+    match Binomial::new(p, n as u64) {
+        // sf(x) = P(X > x).
+        Ok(b) => b.sf(k as u64 - 1),
+        Err(_) => f64::NAN,
+    }
+}
+
+fn binomial_udf() -> ScalarUDF {
+    create_udf(
+        "binomial_at_least",
+        vec![DataType::Float64, DataType::Float64, DataType::Float64],
+        DataType::Float64,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let [k, n, p] = arrays.as_slice() else {
+                return Err(DataFusionError::Plan(
+                    "binomial_at_least takes three arguments".into(),
+                ));
+            };
+            let (k, n, p) = (
+                k.as_primitive::<Float64Type>(),
+                n.as_primitive::<Float64Type>(),
+                p.as_primitive::<Float64Type>(),
+            );
+            let out: Float64Array = (0..k.len())
+                .map(|i| {
+                    if k.is_null(i) || n.is_null(i) || p.is_null(i) {
+                        return None;
+                    }
+                    let v = binomial_at_least(k.value(i), n.value(i), p.value(i));
+                    (!v.is_nan()).then_some(v)
+                })
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
 }
 
 fn poisson_udf() -> ScalarUDF {
@@ -62,6 +119,7 @@ fn poisson_udf() -> ScalarUDF {
 /// Registers the rules' functions in a session.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(poisson_udf());
+    ctx.register_udf(binomial_udf());
 }
 
 #[cfg(test)]
@@ -80,12 +138,26 @@ mod tests {
         assert!(poisson_at_least(10.0, 0.1) < 1e-15);
     }
 
+    #[test]
+    fn binomial_tails() {
+        assert_eq!(binomial_at_least(0.0, 10.0, 0.3), 1.0);
+        assert_eq!(binomial_at_least(11.0, 10.0, 0.3), 0.0);
+        // P(X >= 2), n 3, p 0.5: (3 + 1) / 8.
+        assert!((binomial_at_least(2.0, 3.0, 0.5) - 0.5).abs() < 1e-12);
+        // P(X >= 3), n 3, p 0.1: 0.001.
+        assert!((binomial_at_least(3.0, 3.0, 0.1) - 0.001).abs() < 1e-12);
+        assert!(binomial_at_least(1.0, 3.0, 1.5).is_nan());
+    }
+
     #[tokio::test]
     async fn the_function_is_callable_from_sql() {
         let ctx = SessionContext::new();
         register(&ctx);
         let batches = ctx
-            .sql("SELECT round(poisson_at_least(3, 1.0), 6) AS p, poisson_at_least(NULL, 1.0) AS n")
+            .sql(
+                "SELECT round(poisson_at_least(3, 1.0), 6) AS p, poisson_at_least(NULL, 1.0) AS n, \
+                 binomial_at_least(2, 3, 0.5) AS b, binomial_at_least(1, 3, 2) AS bad",
+            )
             .await
             .unwrap()
             .collect()
@@ -94,5 +166,8 @@ mod tests {
         let p = batches[0].column(0).as_primitive::<Float64Type>().value(0);
         assert!((p - 0.080301).abs() < 1e-9, "{p}");
         assert!(batches[0].column(1).is_null(0));
+        let b = batches[0].column(2).as_primitive::<Float64Type>().value(0);
+        assert!((b - 0.5).abs() < 1e-12, "{b}");
+        assert!(batches[0].column(3).is_null(0));
     }
 }

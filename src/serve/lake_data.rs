@@ -211,7 +211,13 @@ fn evidence(json: &str, refs: &[String]) -> Evidence {
             }),
             serde_json::Value::Number(n) => {
                 if let Some(f) = n.as_f64() {
-                    ev.notes.push((k.clone(), format!("{f:.3}")));
+                    // Small values (p-values, rates per game) keep their digits.
+                    let text = if f != 0.0 && f.abs() < 0.001 {
+                        format!("{f:.2e}")
+                    } else {
+                        format!("{f:.3}")
+                    };
+                    ev.notes.push((k.clone(), text));
                 }
             }
             serde_json::Value::String(s) => ev.notes.push((k.clone(), s.clone())),
@@ -955,5 +961,13 @@ mod tests {
             ev.notes
         );
         assert_eq!(ev.refs.len(), 1);
+        let ev = evidence(r#"{"p_value":6.56e-9,"share":0.25}"#, &[]);
+        assert!(
+            ev.notes
+                .contains(&("p_value".to_owned(), "6.56e-9".to_owned())),
+            "{:?}",
+            ev.notes
+        );
+        assert!(ev.notes.contains(&("share".to_owned(), "0.250".to_owned())));
     }
 }
