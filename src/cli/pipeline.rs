@@ -1,4 +1,4 @@
-//! CLI commands that run or serve the whole pipeline: simulate, serve, admin, and the `demo` main job.
+//! What several commands share: the `demo` main job's pipeline, serving, streaming, simulating and staff accounts.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -96,8 +96,7 @@ pub async fn serve(
     sql: &crate::cli::sql::ServeSqlArgs,
     http: &ServeHttpArgs,
 ) -> Result<()> {
-    let lake = vigie::catalog::open_existing(lake_dir)
-        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = super::open_existing(lake_dir)?;
     let config = vigie::serve::Config {
         addr,
         users_file: users.clone(),
@@ -254,8 +253,7 @@ pub fn demo(
     } else {
         run_simulate(&sim_dir, &opts, progress)?;
     }
-    let lake = vigie::catalog::open(lake_dir)
-        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = super::open(lake_dir)?;
     let r = ingest::ingest_paths(
         &lake,
         std::slice::from_ref(&sim_dir),

@@ -128,8 +128,7 @@ pub fn run(
 
 /// The latest snapshot of a lake, or the one `--as-of` names.
 fn snapshot(lake_dir: &Path, as_of: Option<&str>) -> Result<vigie::lake::Snapshot> {
-    let lake = vigie::catalog::open_existing(lake_dir)
-        .with_context(|| format!("opening lake {}", lake_dir.display()))?;
+    let lake = super::open_existing(lake_dir)?;
     Ok(match as_of {
         None => lake.snapshot()?,
         Some(spec) => {

@@ -56,59 +56,30 @@ pub fn binomial_at_least(k: f64, n: f64, p: f64) -> f64 {
     }
 }
 
-fn binomial_udf() -> ScalarUDF {
+/// A scalar function of `N` Float64 arguments, row by row: null when an argument is null or
+/// `f` gives none.
+fn float_udf<const N: usize>(name: &'static str, f: fn([f64; N]) -> Option<f64>) -> ScalarUDF {
     create_udf(
-        "binomial_at_least",
-        vec![DataType::Float64, DataType::Float64, DataType::Float64],
+        name,
+        vec![DataType::Float64; N],
         DataType::Float64,
         Volatility::Immutable,
-        Arc::new(|args: &[ColumnarValue]| {
+        Arc::new(move |args: &[ColumnarValue]| {
             let arrays = ColumnarValue::values_to_arrays(args)?;
-            let [k, n, p] = arrays.as_slice() else {
-                return Err(DataFusionError::Plan(
-                    "binomial_at_least takes three arguments".into(),
-                ));
-            };
-            let (k, n, p) = (
-                k.as_primitive::<Float64Type>(),
-                n.as_primitive::<Float64Type>(),
-                p.as_primitive::<Float64Type>(),
-            );
-            let out: Float64Array = (0..k.len())
+            if arrays.len() != N {
+                return Err(DataFusionError::Plan(format!("{name} takes {N} arguments")));
+            }
+            let cols: Vec<&Float64Array> = arrays
+                .iter()
+                .map(|a| a.as_primitive::<Float64Type>())
+                .collect();
+            let rows = cols.first().map_or(0, |c| c.len());
+            let out: Float64Array = (0..rows)
                 .map(|i| {
-                    if k.is_null(i) || n.is_null(i) || p.is_null(i) {
+                    if cols.iter().any(|c| c.is_null(i)) {
                         return None;
                     }
-                    let v = binomial_at_least(k.value(i), n.value(i), p.value(i));
-                    (!v.is_nan()).then_some(v)
-                })
-                .collect();
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }),
-    )
-}
-
-fn poisson_udf() -> ScalarUDF {
-    create_udf(
-        "poisson_at_least",
-        vec![DataType::Float64, DataType::Float64],
-        DataType::Float64,
-        Volatility::Immutable,
-        Arc::new(|args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            let [k, lambda] = arrays.as_slice() else {
-                return Err(DataFusionError::Plan(
-                    "poisson_at_least takes two arguments".into(),
-                ));
-            };
-            let (k, lambda) = (
-                k.as_primitive::<Float64Type>(),
-                lambda.as_primitive::<Float64Type>(),
-            );
-            let out: Float64Array = (0..k.len())
-                .map(|i| {
-                    (!k.is_null(i) && !lambda.is_null(i))
-                        .then(|| poisson_at_least(k.value(i), lambda.value(i)))
+                    f(std::array::from_fn(|j| cols[j].value(i)))
                 })
                 .collect();
             Ok(ColumnarValue::Array(Arc::new(out)))
@@ -118,8 +89,12 @@ fn poisson_udf() -> ScalarUDF {
 
 /// Registers the rules' functions in a session.
 pub fn register(ctx: &SessionContext) {
-    ctx.register_udf(poisson_udf());
-    ctx.register_udf(binomial_udf());
+    ctx.register_udf(float_udf("poisson_at_least", |[k, lambda]| {
+        Some(poisson_at_least(k, lambda))
+    }));
+    ctx.register_udf(float_udf("binomial_at_least", |[k, n, p]| {
+        Some(binomial_at_least(k, n, p)).filter(|v| !v.is_nan())
+    }));
 }
 
 #[cfg(test)]
