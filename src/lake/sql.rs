@@ -316,6 +316,10 @@ pub async fn session(
     Ok(ctx)
 }
 
+/// The words of every error that stops a query at its time limit (the session's deadline, the SQL
+/// guard's timer), which the pg endpoint recognises to answer PostgreSQL's statement timeout.
+pub const DEADLINE_PASSED: &str = "the query ran longer than";
+
 /// Makes every operator's input yield to the scheduler now and then (tokio's budget).
 ///
 /// DataFusion only makes its data sources cooperative; an operator that loops over an
@@ -483,7 +487,7 @@ impl datafusion::physical_plan::ExecutionPlan for DeadlineExec {
         let checked = input.map(move |batch| {
             if std::time::Instant::now() >= deadline {
                 return Err(datafusion::error::DataFusionError::ResourcesExhausted(
-                    format!("stopped: the query ran longer than {limit:?}"),
+                    format!("stopped: {DEADLINE_PASSED} {limit:?}"),
                 ));
             }
             batch

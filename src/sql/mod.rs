@@ -53,7 +53,7 @@ impl Default for QueryLimits {
 pub enum SqlError {
     #[error("refused: {0}")]
     Refused(String),
-    #[error("stopped: the query ran longer than {0:?}")]
+    #[error("stopped: {words} {0:?}", words = crate::lake::sql::DEADLINE_PASSED)]
     Timeout(Duration),
     #[error("{0}")]
     DataFusion(#[from] DataFusionError),

@@ -382,11 +382,11 @@ fn timeout_error(limit: Duration) -> PgWireError {
 
 /// The session's own deadline (which stops plans inside DataFusion) and the wire's timer race at
 /// the limit: either way the client gets PostgreSQL's statement-timeout error (57014).
-fn timeout_or(e: PgWireError, limit: Duration) -> (PgWireError, &'static str) {
-    if e.to_string().contains("the query ran longer than") {
-        (timeout_error(limit), "timeout")
+fn timeout_or(e: PgWireError, limit: Duration) -> (PgWireError, bool) {
+    if e.to_string().contains(crate::lake::sql::DEADLINE_PASSED) {
+        (timeout_error(limit), true)
     } else {
-        (e, "refused or failed")
+        (e, false)
     }
 }
 
@@ -433,15 +433,8 @@ fn bounded_response(
             match tokio::time::timeout_at(deadline, stream.next()).await {
                 Ok(Some(Ok(row))) => Some((Ok(row), (stream, n + 1, Some(log)))),
                 Ok(Some(Err(e))) => {
-                    let (e, outcome) = timeout_or(e, limit);
-                    log.done(
-                        n,
-                        if outcome == "timeout" {
-                            outcome
-                        } else {
-                            "error"
-                        },
-                    );
+                    let (e, timeout) = timeout_or(e, limit);
+                    log.done(n, if timeout { "timeout" } else { "error" });
                     Some((Err(e), (stream, n, None)))
                 }
                 Ok(None) => {
@@ -508,8 +501,15 @@ impl SimpleQueryHandler for Bounded {
         let responses = match planned {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
-                let (e, outcome) = timeout_or(e, self.limit);
-                log.done(0, outcome);
+                let (e, timeout) = timeout_or(e, self.limit);
+                log.done(
+                    0,
+                    if timeout {
+                        "timeout"
+                    } else {
+                        "refused or failed"
+                    },
+                );
                 return Err(e);
             }
             Err(_) => {
@@ -565,8 +565,15 @@ impl ExtendedQueryHandler for Bounded {
         {
             Ok(Ok(r)) => Ok(bounded_response(r, deadline, self.limit, log)),
             Ok(Err(e)) => {
-                let (e, outcome) = timeout_or(e, self.limit);
-                log.done(0, outcome);
+                let (e, timeout) = timeout_or(e, self.limit);
+                log.done(
+                    0,
+                    if timeout {
+                        "timeout"
+                    } else {
+                        "refused or failed"
+                    },
+                );
                 Err(e)
             }
             Err(_) => {
