@@ -380,16 +380,6 @@ fn timeout_error(limit: Duration) -> PgWireError {
     )
 }
 
-/// The session's own deadline (which stops plans inside DataFusion) and the wire's timer race at
-/// the limit: either way the client gets PostgreSQL's statement-timeout error (57014).
-fn timeout_or(e: PgWireError, limit: Duration) -> (PgWireError, bool) {
-    if e.to_string().contains(crate::lake::sql::DEADLINE_PASSED) {
-        (timeout_error(limit), true)
-    } else {
-        (e, false)
-    }
-}
-
 /// What is logged about one query when it ends.
 struct QueryLog {
     who: String,
@@ -398,6 +388,20 @@ struct QueryLog {
 }
 
 impl QueryLog {
+    /// Logs a query that failed after `rows` rows and gives the client its error. The session's own
+    /// deadline (which stops plans inside DataFusion) and the wire's timer race at the limit: either
+    /// way the client gets PostgreSQL's statement-timeout error (57014); any other error is
+    /// logged as `otherwise`.
+    fn failed(&self, rows: u64, e: PgWireError, limit: Duration, otherwise: &str) -> PgWireError {
+        if e.to_string().contains(crate::lake::sql::DEADLINE_PASSED) {
+            self.done(rows, "timeout");
+            timeout_error(limit)
+        } else {
+            self.done(rows, otherwise);
+            e
+        }
+    }
+
     fn done(&self, rows: u64, outcome: &str) {
         tracing::info!(
             target: "vigie::sql",
@@ -433,8 +437,7 @@ fn bounded_response(
             match tokio::time::timeout_at(deadline, stream.next()).await {
                 Ok(Some(Ok(row))) => Some((Ok(row), (stream, n + 1, Some(log)))),
                 Ok(Some(Err(e))) => {
-                    let (e, timeout) = timeout_or(e, limit);
-                    log.done(n, if timeout { "timeout" } else { "error" });
+                    let e = log.failed(n, e, limit, "error");
                     Some((Err(e), (stream, n, None)))
                 }
                 Ok(None) => {
@@ -501,16 +504,7 @@ impl SimpleQueryHandler for Bounded {
         let responses = match planned {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
-                let (e, timeout) = timeout_or(e, self.limit);
-                log.done(
-                    0,
-                    if timeout {
-                        "timeout"
-                    } else {
-                        "refused or failed"
-                    },
-                );
-                return Err(e);
+                return Err(log.failed(0, e, self.limit, "refused or failed"));
             }
             Err(_) => {
                 log.done(0, "timeout");
@@ -564,18 +558,7 @@ impl ExtendedQueryHandler for Bounded {
         .await
         {
             Ok(Ok(r)) => Ok(bounded_response(r, deadline, self.limit, log)),
-            Ok(Err(e)) => {
-                let (e, timeout) = timeout_or(e, self.limit);
-                log.done(
-                    0,
-                    if timeout {
-                        "timeout"
-                    } else {
-                        "refused or failed"
-                    },
-                );
-                Err(e)
-            }
+            Ok(Err(e)) => Err(log.failed(0, e, self.limit, "refused or failed")),
             Err(_) => {
                 log.done(0, "timeout");
                 Err(timeout_error(self.limit))
