@@ -222,6 +222,16 @@ pub fn quiet_replay(lake: &Path) -> vigie::replay::run::ReplayReport {
     vigie::replay::run::run(&l, &quiet_replay_options()).expect("replay")
 }
 
+/// Simulates `opts` into `dir/logs`, then ingests and replays them into the lake `dir/lake`,
+/// which it returns.
+pub fn simulated_lake(opts: &vigie::sim::SimOptions, dir: &Path) -> PathBuf {
+    let (logs, lake) = (dir.join("logs"), dir.join("lake"));
+    vigie::sim::simulate(opts, &logs, &|_| {}).expect("simulate");
+    quiet_ingest(&lake, &logs);
+    quiet_replay(&lake);
+    lake
+}
+
 /// A lake built once per test run from `data/sample` (the simulator's sample):
 /// ingested, replayed, detected. Read-only: copy it to write.
 pub fn sample_lake() -> &'static Path {

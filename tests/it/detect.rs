@@ -476,8 +476,6 @@ fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
 #[test]
 fn server_faults_alone_do_not_flag_the_honest_players_they_land_on() {
     let dir = tempfile::tempdir().unwrap();
-    let logs = dir.path().join("logs");
-    let lake_dir = dir.path().join("lake");
     let opts = vigie::sim::SimOptions {
         seed: 8080,
         days: 2,
@@ -487,9 +485,7 @@ fn server_faults_alone_do_not_flag_the_honest_players_they_land_on() {
         behaviour_rate: 0.0,
         ..vigie::sim::SimOptions::default()
     };
-    vigie::sim::simulate(&opts, &logs, &|_| {}).unwrap();
-    crate::common::quiet_ingest(&lake_dir, &logs);
-    crate::common::quiet_replay(&lake_dir);
+    let lake_dir = crate::common::simulated_lake(&opts, dir.path());
     let named_twice: i64 = crate::common::sql_first(
         &lake_dir,
         "SELECT count(*) FROM (SELECT account FROM findings WHERE category = 'integrity' \

@@ -482,8 +482,6 @@ fn calibration_at_scale_keeps_every_test_at_its_level() {
 fn a_biased_die_fails_the_dice_faces_test_and_nothing_else() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-six-bias");
     let _ = std::fs::remove_dir_all(&dir);
-    let logs = dir.join("logs");
-    let lake_dir = dir.join("lake");
     let opts = vigie::sim::SimOptions {
         seed: 5150,
         days: 1,
@@ -495,9 +493,7 @@ fn a_biased_die_fails_the_dice_faces_test_and_nothing_else() {
         six_bias: 0.1,
         ..vigie::sim::SimOptions::default()
     };
-    vigie::sim::simulate(&opts, &logs, &|_| {}).unwrap();
-    crate::common::quiet_ingest(&lake_dir, &logs);
-    crate::common::quiet_replay(&lake_dir);
+    let lake_dir = crate::common::simulated_lake(&opts, &dir);
     let out = dir.join("bundle");
     let day = opts.start.clone();
     let ropts = ReportOptions {
