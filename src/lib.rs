@@ -18,6 +18,7 @@ pub mod detect;
 pub mod features;
 pub mod ingest;
 pub mod lake;
+pub mod rejudge;
 pub mod replay;
 pub mod report;
 pub mod review;

@@ -23,7 +23,7 @@ use sha2::{Digest as _, Sha256};
 /// The first 16 bytes of the SHA-256 of a seed or commitment as logged.
 type Digest = [u8; 16];
 
-fn digest(text: &str) -> Digest {
+pub(crate) fn digest(text: &str) -> Digest {
     let full = Sha256::digest(text.as_bytes());
     let mut d = [0u8; 16];
     d.copy_from_slice(&full[..16]);

@@ -16,6 +16,8 @@ pub mod finding;
 pub mod game;
 pub mod index;
 pub mod ludo;
+pub mod merge;
+pub mod output;
 pub mod recall;
 pub mod rows;
 pub mod run;

@@ -9,23 +9,22 @@
 //! go to files that are only rewritten in the rare case a closed game gets
 //! new events. The new files, the removals and the checkpoint are one commit.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::path::Path;
 use std::time::Instant;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use parquet::file::statistics::Statistics;
+use arrow::array::{Array, AsArray, BooleanArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::Serialize;
 
 use super::finding::{Category, Code, Finding};
-use super::game::{Context, GameReplay, Logged, NEVER_ENDED_AFTER_MS, replay_game};
+use super::game::{Context, GameReplay, NEVER_ENDED_AFTER_MS};
 use super::index::GameIndex;
+use super::merge::{EventsFile, MergeStats, Replayed, replay_files, replay_jobs, row_groups_of};
+use super::output::{Key, Outputs, Parts, event_times, finding_rows_at, key_of};
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
-use crate::lake::parquet::{read_file, write_sorted};
+use crate::lake::parquet::read_file;
 use crate::lake::tables::TableDef;
 use crate::lake::{FileEntry, Lake, State, Txn};
 
@@ -79,6 +78,9 @@ pub struct ReplayReport {
     pub elapsed_ms: u64,
     /// Time spent in the engines (parsing lines and replaying), summed over workers.
     pub engine_ms: u64,
+    /// A re-judgement: what changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejudged: Option<Rejudged>,
 }
 
 impl ReplayReport {
@@ -238,7 +240,251 @@ pub fn run(lake: &Lake, opts: &ReplayOptions) -> Result<ReplayReport, ReplayErro
 pub fn run_with(
     lake: &Lake,
     opts: &ReplayOptions,
+    resident: Option<&mut Resident>,
+) -> Result<ReplayReport, ReplayError> {
+    run_scoped(lake, opts, resident, None)
+}
+
+/// A period of game start dates (UTC days, inclusive) whose games are re-judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Period {
+    pub from: String,
+    pub to: String,
+}
+
+impl Period {
+    /// Whether a partition (`date=YYYY-MM-DD`) lies in the period.
+    pub fn holds(&self, partition: &str) -> bool {
+        partition
+            .strip_prefix("date=")
+            .is_some_and(|d| d >= self.from.as_str() && d <= self.to.as_str())
+    }
+}
+
+/// What changed in the findings of re-judged games (compared by game, seq and code).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rejudged {
+    pub from: String,
+    pub to: String,
+    /// The rules engines that judged them again (`vigie-rules` version).
+    pub engine: String,
+    pub games: u64,
+    pub findings_before: u64,
+    pub findings_after: u64,
+    /// Findings the new judgement adds or withdraws: `game:seq code`.
+    pub added: Vec<String>,
+    pub withdrawn: Vec<String>,
+    /// Accounts of the games whose findings changed.
+    pub accounts: Vec<String>,
+}
+
+/// Catches up like [`run`], then judges again, with the current engines, every game that started
+/// in `period`: their old derived rows are replaced in one commit (the files of the period's
+/// partitions are removed whole, so nothing is lost or doubled).
+pub fn rejudge(
+    lake: &Lake,
+    opts: &ReplayOptions,
+    period: &Period,
+) -> Result<(ReplayReport, ReplayReport), ReplayError> {
+    let caught_up = run(lake, opts)?;
+    let rejudged = run_scoped(lake, opts, None, Some(period))?;
+    Ok((caught_up, rejudged))
+}
+
+/// Every game with rows in the derived tables' partitions of `period` (games and findings hold
+/// them all: a game without a `games` row has only findings), and its old findings.
+fn games_in_period(
+    root: &Path,
+    state: &State,
+    period: &Period,
+) -> Result<(BTreeSet<String>, BTreeSet<FindingKey>), ReplayError> {
+    let mut games = BTreeSet::new();
+    let mut findings = BTreeSet::new();
+    for table in ["games", "findings"] {
+        for f in state.table_files(table) {
+            if !f.partition.as_deref().is_some_and(|p| period.holds(p)) {
+                continue;
+            }
+            let path = crate::lake::resolve(root, &f.path);
+            let columns: &[&str] = if table == "findings" {
+                &["game", "seq", "code"]
+            } else {
+                &["game"]
+            };
+            for b in read_file(&path, Some(columns))? {
+                let g = b.column(0).as_string::<i32>();
+                for i in 0..b.num_rows() {
+                    if !games.contains(g.value(i)) {
+                        games.insert(g.value(i).to_string());
+                    }
+                }
+                if table == "findings" {
+                    let seq = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+                    let code = b.column(2).as_string::<i32>();
+                    for i in 0..b.num_rows() {
+                        findings.insert((
+                            g.value(i).to_string(),
+                            seq.value(i),
+                            code.value(i).to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok((games, findings))
+}
+
+/// A finding as compared across a re-judgement: game, seq and code.
+type FindingKey = (String, i64, String);
+
+/// Which seeds and commitments the lines of a full run use more than once (by digest).
+#[derive(Default)]
+struct KeyUse {
+    commitment: HashMap<[u8; 16], (Box<str>, bool)>,
+    seed: HashMap<[u8; 16], (Box<str>, bool)>,
+}
+
+impl KeyUse {
+    fn note(map: &mut HashMap<[u8; 16], (Box<str>, bool)>, key: &str, game: &str) {
+        match map.get_mut(&super::index::digest(key)) {
+            Some((first, shared)) => *shared |= &**first != game,
+            None => {
+                map.insert(super::index::digest(key), (game.into(), false));
+            }
+        }
+    }
+
+    /// Whether a game row's seed or commitment is used by more than one game.
+    fn shared(&self, commitment: Option<&str>, seed: Option<&str>) -> bool {
+        let hit = |map: &HashMap<[u8; 16], (Box<str>, bool)>, k: Option<&str>| {
+            k.is_some_and(|k| map.get(&super::index::digest(k)).is_some_and(|u| u.1))
+        };
+        hit(&self.commitment, commitment) || hit(&self.seed, seed)
+    }
+}
+
+/// A replayed game whose `games` row and findings wait for the seed-reuse check at the end of
+/// the run; its other rows are already on their way.
+struct Held {
+    key: Key,
+    replay: GameReplay,
+    times: BTreeMap<i64, i64>,
+}
+
+/// What the resident index learns of a game: id, closed, last event, commitment, seed.
+type IndexUpdate = (String, bool, i64, Option<String>, Option<String>);
+
+/// What a run gathers from each replayed game besides its rows.
+#[derive(Default)]
+struct Collect {
+    report: ReplayReport,
+    /// A full run: nothing in the lake to replace, and only games sharing a key are held.
+    full: bool,
+    keys: KeyUse,
+    held: Vec<Held>,
+    /// Every game replayed (not gathered in a full run): its old rows are replaced.
+    replayed: BTreeSet<String>,
+    /// Replayed games that were closed before: their rows sit in closed files.
+    closed_before: BTreeSet<String>,
+    /// For a resident state: what the index learns, the accounts, the lines of open games.
+    keep: bool,
+    updates: Vec<IndexUpdate>,
+    accounts: BTreeSet<String>,
+    lines: Vec<(String, Vec<String>)>,
+    /// Seeds and commitments of games new to the index that the run's lines did not show.
+    late_keys: Vec<(Option<String>, Option<String>)>,
+}
+
+impl Collect {
+    fn count(&mut self, r: &GameReplay) {
+        for f in &r.findings {
+            self.report.findings += 1;
+            match f.category {
+                Category::Attempt => self.report.attempt_findings += 1,
+                Category::Integrity => self.report.integrity_findings += 1,
+                Category::Fairness => self.report.fairness_findings += 1,
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn accept(
+        &mut self,
+        txn: &mut Txn<'_, '_>,
+        out: &mut Outputs,
+        old: &GameIndex,
+        seen_keys: &BTreeSet<String>,
+        (game, mut r, lines): Replayed,
+    ) -> Result<(), ReplayError> {
+        self.report.games += 1;
+        if r.game.as_ref().is_some_and(|g| !g.closed) {
+            self.report.open_games += 1;
+        }
+        if let Some(lines) = lines {
+            self.lines.push((game.clone(), lines));
+        }
+        if !self.full {
+            if old.get(&game).is_some_and(|o| o.closed) {
+                self.closed_before.insert(game.clone());
+            }
+            self.replayed.insert(game);
+        }
+        if let Some(g) = &r.game {
+            if self.keep {
+                self.updates.push((
+                    g.game.clone(),
+                    g.closed,
+                    g.last_ts.0,
+                    g.commitment.clone(),
+                    g.seed.clone(),
+                ));
+                self.accounts.extend(g.players.iter().cloned());
+            }
+            if !self.full && !old.contains(&g.game) {
+                let fresh = |k: &Option<String>| k.clone().filter(|k| !seen_keys.contains(k));
+                let (c, s) = (fresh(&g.commitment), fresh(&g.seed));
+                if c.is_some() || s.is_some() {
+                    self.late_keys.push((c, s));
+                }
+            }
+        }
+        let hold = !self.full
+            || r.game
+                .as_ref()
+                .is_some_and(|g| self.keys.shared(g.commitment.as_deref(), g.seed.as_deref()));
+        if !hold {
+            self.count(&r);
+            return out.push(txn, r);
+        }
+        // The list of draws (for public verification) is not a table.
+        r.draw_list = Vec::new();
+        let key = key_of(&r);
+        let mut times = event_times(&r);
+        let reveal = r.game.as_ref().and_then(|g| g.reveal_seq);
+        times.retain(|seq, _| Some(*seq) == reveal || r.findings.iter().any(|f| f.seq == *seq));
+        let parts = Parts {
+            players: std::mem::take(&mut r.players),
+            moves: std::mem::take(&mut r.moves),
+            departures: std::mem::take(&mut r.departures),
+            ..Parts::default()
+        };
+        out.push_rows(txn, key.clone(), parts)?;
+        self.held.push(Held {
+            key,
+            replay: r,
+            times,
+        });
+        Ok(())
+    }
+}
+
+/// [`run`] or, with `period`, a re-judgement of the games that started in it.
+fn run_scoped(
+    lake: &Lake,
+    opts: &ReplayOptions,
     mut resident: Option<&mut Resident>,
+    period: Option<&Period>,
 ) -> Result<ReplayReport, ReplayError> {
     let started = Instant::now();
     let mut writer = lake.writer()?;
@@ -277,7 +523,12 @@ pub fn run_with(
         .filter(|(_, g)| !g.closed && horizon - g.last_ts > NEVER_ENDED_AFTER_MS)
         .map(|(g, _)| g.to_string())
         .collect();
-    if new_files.is_empty() && stale.is_empty() {
+    // Games re-judged: every game with derived rows in the period.
+    let (rejudged, findings_before) = match period {
+        Some(p) => games_in_period(&root, &state, p)?,
+        None => Default::default(),
+    };
+    if new_files.is_empty() && stale.is_empty() && rejudged.is_empty() {
         if let Some(r) = resident.as_deref_mut() {
             r.settle(since, old_games, cached, rebuilt, horizon);
         }
@@ -286,8 +537,8 @@ pub fn run_with(
             ..ReplayReport::default()
         });
     }
-    // Which games to replay.
-    let full = since == 0 && old_games.is_empty();
+    // A full run: nothing was replayed before, every game is new.
+    let full = !warm && since == 0 && old_games.is_empty() && period.is_none();
     let mut touched: BTreeSet<String> = stale;
     if keep && !warm {
         // Building the resident state: every open game is replayed once (to the same rows) to hold its lines.
@@ -299,6 +550,7 @@ pub fn run_with(
         );
         touched.extend(rowless_games(&root, &state, &old_games)?);
     }
+    let mut keys = KeyUse::default();
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     // The new lines by game (kept only when warm: they complete the lines held in memory).
     let mut new_lines: HashMap<String, Vec<String>> = HashMap::new();
@@ -313,9 +565,23 @@ pub fn run_with(
             let g = b.column(0).as_string::<i32>();
             let c = b.column(1).as_string::<i32>();
             let s = b.column(2).as_string::<i32>();
+            if full {
+                // Every game is replayed: only which keys several games share matters here.
+                for i in 0..b.num_rows() {
+                    if !c.is_null(i) {
+                        KeyUse::note(&mut keys.commitment, c.value(i), g.value(i));
+                    }
+                    if !s.is_null(i) {
+                        KeyUse::note(&mut keys.seed, s.value(i), g.value(i));
+                    }
+                }
+                continue;
+            }
             let raw = warm.then(|| b.column(3).as_string::<i32>());
             for i in 0..b.num_rows() {
-                touched.insert(g.value(i).to_string());
+                if !touched.contains(g.value(i)) {
+                    touched.insert(g.value(i).to_string());
+                }
                 if let Some(raw) = raw {
                     new_lines
                         .entry(g.value(i).to_string())
@@ -339,20 +605,22 @@ pub fn run_with(
         .flat_map(|(_, c, s)| [c.clone(), s.clone()])
         .flatten()
         .collect();
-    let recalled = super::recall::recall(
-        &root,
-        &state,
-        &mut old_games,
-        &touched,
-        seen_keys.iter().cloned(),
-    )?;
-    if recalled.files > 0 {
-        tracing::debug!(
-            games = recalled.games,
-            files = recalled.files,
-            row_groups = recalled.row_groups,
-            "recalled from the lake"
-        );
+    if !full {
+        let recalled = super::recall::recall(
+            &root,
+            &state,
+            &mut old_games,
+            &touched,
+            seen_keys.iter().cloned(),
+        )?;
+        if recalled.files > 0 {
+            tracing::debug!(
+                games = recalled.games,
+                files = recalled.files,
+                row_groups = recalled.row_groups,
+                "recalled from the lake"
+            );
+        }
     }
     // Games reusing a seed or commitment of a touched game are replayed with it.
     for (g, c, s) in &new_seeds {
@@ -362,80 +630,139 @@ pub fn run_with(
             }
         }
     }
-    let filter = if full { None } else { Some(&touched) };
     let ctx = Context {
         horizon_ms: horizon,
     };
-    let files: Vec<(PathBuf, bool)> = events
-        .iter()
-        .map(|f| {
-            let p = crate::lake::resolve(&root, &f.path);
-            (p, f.data_version() > since)
-        })
-        .collect();
-    let threads = opts.threads.max(1);
-    let (mut done, mut events_read, mut engine_ms) = if warm {
-        // Games held in memory, and games never seen before, replay from memory; the others
-        // (a closed game with new events, a seed-reuse partner) are read from the lake.
-        let mut jobs = Vec::new();
-        let mut missing = BTreeSet::new();
-        for g in &touched {
-            let new = new_lines.remove(g).unwrap_or_default();
-            match cached.remove(g) {
-                Some(mut lines) => {
-                    lines.extend(new);
-                    jobs.push((g.clone(), lines));
-                }
-                None if !old_games.contains(g) => jobs.push((g.clone(), new)),
-                None => {
-                    missing.insert(g.clone());
-                }
-            }
-        }
-        tracing::debug!(
-            from_memory = jobs.len(),
-            from_lake = missing.len(),
-            "resident replay"
-        );
-        let (mut done, mut n, mut ms) = replay_jobs(&ctx, threads, keep, |tx| {
-            let mut n = 0;
-            for job in jobs {
-                n += job.1.len() as u64;
-                tx.send(job).map_err(|_| ReplayError::Worker)?;
-            }
-            Ok(n)
-        })?;
-        if !missing.is_empty() {
-            let hidden = indicatif::ProgressBar::hidden();
-            let (more, n2, ms2) =
-                replay_files(&files, Some(&missing), &ctx, threads, keep, &hidden)?;
-            done.extend(more);
-            n += n2;
-            ms += ms2;
-            done.sort_by(|a, b| a.0.cmp(&b.0));
-        }
-        (done, n, ms)
-    } else {
-        let total_rows: u64 = events.iter().map(|f| f.rows).sum();
-        let bar = progress(opts.progress, total_rows);
-        let out = replay_files(&files, filter, &ctx, threads, keep, &bar)?;
-        bar.finish_and_clear();
-        out
+    let files = |pick: &dyn Fn(&FileEntry) -> bool| -> Vec<EventsFile> {
+        events
+            .iter()
+            .filter(|f| pick(f))
+            .map(|f| EventsFile {
+                path: crate::lake::resolve(&root, &f.path),
+                partition: f.partition.clone().unwrap_or_default(),
+            })
+            .collect()
     };
+    let all_files = files(&|_| true);
+    let threads = opts.threads.max(1);
+    let mut txn = writer.begin(if period.is_some() {
+        "rejudge"
+    } else {
+        "replay"
+    })?;
+    let mut out = Outputs::new(derived_tables());
+    let mut col = Collect {
+        full,
+        keys,
+        keep,
+        ..Collect::default()
+    };
+    let mut stats = MergeStats::default();
+    {
+        let mut sink = |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, r);
+        if warm {
+            // Games held in memory, and games never seen before, replay from memory; the others
+            // (a closed game with new events, a seed-reuse partner) are read from the lake.
+            let mut jobs = Vec::new();
+            let mut missing = BTreeSet::new();
+            for g in &touched {
+                let new = new_lines.remove(g).unwrap_or_default();
+                match cached.remove(g) {
+                    Some(mut lines) => {
+                        lines.extend(new);
+                        jobs.push((g.clone(), lines));
+                    }
+                    None if !old_games.contains(g) => jobs.push((g.clone(), new)),
+                    None => {
+                        missing.insert(g.clone());
+                    }
+                }
+            }
+            tracing::debug!(
+                from_memory = jobs.len(),
+                from_lake = missing.len(),
+                "resident replay"
+            );
+            stats += replay_jobs(
+                &ctx,
+                threads,
+                keep,
+                |feed| {
+                    let mut n = 0;
+                    for (game, lines) in jobs {
+                        n += lines.len() as u64;
+                        feed.send(game, lines)?;
+                    }
+                    Ok(n)
+                },
+                &mut sink,
+            )?;
+            if !missing.is_empty() {
+                let hidden = indicatif::ProgressBar::hidden();
+                stats += replay_files(
+                    &all_files,
+                    Some(&missing),
+                    &ctx,
+                    threads,
+                    keep,
+                    &hidden,
+                    &mut sink,
+                )?;
+            }
+        } else if full {
+            let total_rows: u64 = events.iter().map(|f| f.rows).sum();
+            let bar = progress(opts.progress, total_rows);
+            stats += replay_files(&all_files, None, &ctx, threads, keep, &bar, &mut sink)?;
+            bar.finish_and_clear();
+        } else {
+            // Re-judged games started in the period: their lines are in its partitions or later.
+            let after_from = |f: &FileEntry| {
+                period.is_some_and(|p| {
+                    f.partition
+                        .as_deref()
+                        .and_then(|d| d.strip_prefix("date="))
+                        .is_some_and(|d| d >= p.from.as_str())
+                })
+            };
+            let total: u64 = events
+                .iter()
+                .filter(|f| after_from(f))
+                .map(|f| f.rows)
+                .sum();
+            let bar = progress(opts.progress && period.is_some(), total);
+            if period.is_some() {
+                let since_from = files(&after_from);
+                stats += replay_files(
+                    &since_from,
+                    Some(&rejudged),
+                    &ctx,
+                    threads,
+                    keep,
+                    &bar,
+                    &mut sink,
+                )?;
+            }
+            let others: BTreeSet<String> = touched.difference(&rejudged).cloned().collect();
+            if !others.is_empty() {
+                stats += replay_files(
+                    &all_files,
+                    Some(&others),
+                    &ctx,
+                    threads,
+                    keep,
+                    &bar,
+                    &mut sink,
+                )?;
+            }
+            bar.finish_and_clear();
+        }
+    }
+    touched.extend(rejudged.iter().cloned());
     // A game new to the index may take its seed or commitment from a line of an earlier pass
     // (its lines came before its game_started, so it had no game row): recall the games of
     // those keys too, and replay them, so that both sides carry the reuse.
-    let late_keys: Vec<(Option<String>, Option<String>)> = done
-        .iter()
-        .filter_map(|(_, r, _)| r.game.as_ref())
-        .filter(|g| !old_games.contains(&g.game))
-        .map(|g| {
-            let fresh = |k: &Option<String>| k.clone().filter(|k| !seen_keys.contains(k));
-            (fresh(&g.commitment), fresh(&g.seed))
-        })
-        .filter(|(c, s)| c.is_some() || s.is_some())
-        .collect();
-    if !late_keys.is_empty() {
+    if !col.late_keys.is_empty() {
+        let late_keys = std::mem::take(&mut col.late_keys);
         let keys = late_keys
             .iter()
             .flat_map(|(c, s)| [c.clone(), s.clone()])
@@ -444,87 +771,131 @@ pub fn run_with(
         let partners: BTreeSet<String> = late_keys
             .iter()
             .flat_map(|(c, s)| old_games.users(c.as_deref(), s.as_deref()))
-            .filter(|o| !touched.contains(*o))
+            .filter(|o| !touched.contains(*o) && !col.replayed.contains(*o))
             .map(str::to_string)
             .collect();
         if !partners.is_empty() {
             let hidden = indicatif::ProgressBar::hidden();
-            let (more, n, ms) =
-                replay_files(&files, Some(&partners), &ctx, threads, keep, &hidden)?;
-            done.extend(more);
-            done.sort_by(|a, b| a.0.cmp(&b.0));
-            events_read += n;
-            engine_ms += ms;
+            let mut sink = |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, r);
+            stats += replay_files(
+                &all_files,
+                Some(&partners),
+                &ctx,
+                threads,
+                keep,
+                &hidden,
+                &mut sink,
+            )?;
             touched.extend(partners);
         }
     }
-    let mut replays = Vec::with_capacity(done.len());
-    let mut held: Vec<(String, Vec<String>)> = Vec::new();
-    for (game, r, lines) in done {
-        if let Some(lines) = lines {
-            held.push((game, lines));
-        }
-        replays.push(r);
-    }
+    // The held games: seed reuse against each other and the rest of the lake, then their rows.
+    let mut held = std::mem::take(&mut col.held);
+    let mut replays: Vec<GameReplay> = held
+        .iter_mut()
+        .map(|h| std::mem::take(&mut h.replay))
+        .collect();
     seed_reuse(&mut replays, &old_games, &touched);
-    // Games that were closed before and changed: their rows sit in closed files to rewrite.
-    let closed_before: BTreeSet<String> = replays
-        .iter()
-        .filter_map(|r| r.game.as_ref())
-        .filter(|g| old_games.get(&g.game).is_some_and(|o| o.closed))
-        .map(|g| g.game.clone())
-        .collect();
-    let replayed: BTreeSet<String> = replays
-        .iter()
-        .filter_map(|r| r.game.as_ref().map(|g| g.game.clone()))
-        .collect();
-    let mut report = ReplayReport {
-        games: replays.len() as u64,
-        events: events_read,
-        engine_ms,
-        ..ReplayReport::default()
-    };
-    for r in &replays {
-        for f in &r.findings {
-            report.findings += 1;
-            match f.category {
-                Category::Attempt => report.attempt_findings += 1,
-                Category::Integrity => report.integrity_findings += 1,
-                Category::Fairness => report.fairness_findings += 1,
+    let mut findings_after = BTreeSet::new();
+    let mut players_of: HashMap<String, Vec<String>> = HashMap::new();
+    for (h, r) in held.into_iter().zip(replays) {
+        col.count(&r);
+        let findings = finding_rows_at(&r, &h.times);
+        if period.is_some() {
+            for f in &r.findings {
+                if rejudged.contains(&f.game) {
+                    findings_after.insert((f.game.clone(), f.seq, f.code.as_str().to_string()));
+                }
+            }
+            if let Some(g) = &r.game {
+                players_of.insert(g.game.clone(), g.players.clone());
             }
         }
-        if r.game.as_ref().is_some_and(|g| !g.closed) {
-            report.open_games += 1;
-        }
+        let parts = Parts {
+            findings,
+            game: r.game,
+            ..Parts::default()
+        };
+        out.push_rows(&mut txn, h.key, parts)?;
     }
-    // What the resident index learns if the commit lands.
-    let updates: Vec<GameRow> = if keep {
-        replays.iter().filter_map(|r| r.game.clone()).collect()
-    } else {
-        Vec::new()
-    };
-    let mut txn = writer.begin("replay")?;
-    write_outputs(&mut txn, &root, &state, replays, &replayed, &closed_before)?;
+    if !full {
+        // Re-judged games have all their rows in the period's partitions, removed whole.
+        let closed_before: BTreeSet<String> =
+            col.closed_before.difference(&rejudged).cloned().collect();
+        rewrite_old(
+            &mut txn,
+            &mut out,
+            &root,
+            &state,
+            &col.replayed,
+            &closed_before,
+            period,
+        )?;
+    }
+    out.finish(&mut txn)?;
     txn.put_stage(&ReplayStage {
         version: state.version,
         horizon_ms: horizon,
     })?;
+    let mut report = std::mem::take(&mut col.report);
+    report.events = stats.events;
+    report.engine_ms = stats.engine_ms;
+    if let Some(p) = period {
+        report.rejudged = Some(rejudged_summary(
+            p,
+            &rejudged,
+            &findings_before,
+            &findings_after,
+            &players_of,
+        ));
+    }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     let summary = serde_json::to_value(&report).unwrap_or_default();
     report.version = Some(txn.commit(summary)?);
     if let Some(r) = resident {
         // A rebuilt account list replaces `known` in `settle`: complete that one.
         let known = rebuilt.as_mut().unwrap_or(&mut r.known);
-        for g in updates {
-            let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
-            old_games.insert(&g.game, g.closed, g.last_ts.0, c, s);
-            known.extend(g.players.iter().cloned());
-            r.accounts.extend(g.players);
+        for (game, closed, last_ts, c, s) in col.updates {
+            old_games.insert(&game, closed, last_ts, c.as_deref(), s.as_deref());
         }
-        cached.extend(held);
+        known.extend(col.accounts.iter().cloned());
+        r.accounts.extend(col.accounts);
+        cached.extend(col.lines);
         r.settle(state.version, old_games, cached, rebuilt, horizon);
     }
     Ok(report)
+}
+
+/// What changed in the findings of a re-judgement, and the accounts of the games concerned.
+fn rejudged_summary(
+    p: &Period,
+    games: &BTreeSet<String>,
+    before: &BTreeSet<FindingKey>,
+    after: &BTreeSet<FindingKey>,
+    players_of: &HashMap<String, Vec<String>>,
+) -> Rejudged {
+    let show = |k: &FindingKey| format!("{}:{} {}", k.0, k.1, k.2);
+    let changed: BTreeSet<&str> = after
+        .symmetric_difference(before)
+        .map(|k| k.0.as_str())
+        .collect();
+    let accounts: BTreeSet<String> = changed
+        .iter()
+        .filter_map(|g| players_of.get(*g))
+        .flatten()
+        .cloned()
+        .collect();
+    Rejudged {
+        from: p.from.clone(),
+        to: p.to.clone(),
+        engine: format!("vigie-rules {}", vigie_rules::VERSION),
+        games: games.len() as u64,
+        findings_before: before.len() as u64,
+        findings_after: after.len() as u64,
+        added: after.difference(before).map(show).collect(),
+        withdrawn: before.difference(after).map(show).collect(),
+        accounts: accounts.into_iter().collect(),
+    }
 }
 
 fn progress(enabled: bool, total: u64) -> indicatif::ProgressBar {
@@ -606,243 +977,6 @@ pub fn read_game_index(
     Ok((index, known))
 }
 
-/// The row groups of a Parquet file that may hold one of the `wanted` games (all without a
-/// filter): those whose `game` statistics span one of them and whose bloom filter on `game`
-/// (when the file has one) does not rule them all out.
-///
-/// Statistics alone say little: files of different days overlap in key range (game ids are
-/// kind-prefixed), so the bloom filter is what skips the files of other games.
-fn row_groups_of(
-    builder: &ParquetRecordBatchReaderBuilder<File>,
-    filter: Option<&BTreeSet<String>>,
-) -> Vec<usize> {
-    let schema = builder.parquet_schema();
-    let game_idx = (0..schema.num_columns()).find(|&i| schema.column(i).name() == "game");
-    let mut groups = Vec::new();
-    for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
-        let keep = match (filter, game_idx.and_then(|c| rg.column(c).statistics())) {
-            (Some(wanted), Some(Statistics::ByteArray(st))) => match (st.min_opt(), st.max_opt()) {
-                (Some(min), Some(max)) => {
-                    let min = String::from_utf8_lossy(min.data()).into_owned();
-                    let max = String::from_utf8_lossy(max.data()).into_owned();
-                    wanted.range(min..).next().is_some_and(|g| *g <= max)
-                }
-                _ => true,
-            },
-            _ => true,
-        };
-        let keep = keep
-            && match (filter, game_idx) {
-                (Some(wanted), Some(c)) => match builder.get_row_group_column_bloom_filter(i, c) {
-                    Ok(Some(bloom)) => wanted.iter().any(|g| bloom.check(g.as_str())),
-                    _ => true,
-                },
-                _ => true,
-            };
-        if keep {
-            groups.push(i);
-        }
-    }
-    groups
-}
-
-/// Rows a cursor decodes at a time. A full replay keeps a cursor open on every events file
-/// (a month batch-ingested is 1,846 files, their key ranges overlapping), so this, times the
-/// files, is the decoded lines held at once.
-const CURSOR_BATCH_ROWS: usize = 1024;
-
-/// One events file read in (game, seq) order, restricted to the wanted games.
-struct Cursor {
-    reader: ParquetRecordBatchReader,
-    batch: Option<RecordBatch>,
-    row: usize,
-}
-
-impl Cursor {
-    fn open(path: &Path, filter: Option<&BTreeSet<String>>) -> Result<Option<Cursor>, ReplayError> {
-        let file = File::open(path).map_err(io(path))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-        let mask = ProjectionMask::columns(builder.parquet_schema(), ["game", "seq", "raw"]);
-        let groups = row_groups_of(&builder, filter);
-        if groups.is_empty() {
-            return Ok(None);
-        }
-        let reader = builder
-            .with_projection(mask)
-            .with_row_groups(groups)
-            .with_batch_size(CURSOR_BATCH_ROWS)
-            .build()?;
-        let mut c = Cursor {
-            reader,
-            batch: None,
-            row: 0,
-        };
-        c.refill()?;
-        Ok(c.batch.is_some().then_some(c))
-    }
-
-    fn refill(&mut self) -> Result<(), ReplayError> {
-        self.row = 0;
-        self.batch = self.reader.next().transpose()?;
-        Ok(())
-    }
-
-    fn game(&self) -> Option<&str> {
-        let b = self.batch.as_ref()?;
-        Some(b.column(0).as_string::<i32>().value(self.row))
-    }
-
-    /// Takes every row of `game` at the cursor (they are contiguous).
-    fn take(&mut self, game: &str, out: &mut Vec<String>) -> Result<(), ReplayError> {
-        while let Some(b) = self.batch.as_ref() {
-            let g = b.column(0).as_string::<i32>();
-            let raw = b.column(2).as_string::<i32>();
-            while self.row < b.num_rows() && g.value(self.row) == game {
-                out.push(raw.value(self.row).to_string());
-                self.row += 1;
-            }
-            if self.row < b.num_rows() {
-                return Ok(());
-            }
-            self.refill()?;
-        }
-        Ok(())
-    }
-
-    fn skip_game(&mut self) -> Result<(), ReplayError> {
-        let Some(game) = self.game().map(str::to_string) else {
-            return Ok(());
-        };
-        let mut sink = Vec::new();
-        self.take(&game, &mut sink)
-    }
-}
-
-/// A replayed game: its id, the replay, and its raw lines when asked to keep those of open games.
-pub(crate) type Replayed = (String, GameReplay, Option<Vec<String>>);
-
-/// Replays the games `feed` sends (game, raw lines) on `threads` workers, sorted by game.
-///
-/// `feed` runs on the calling thread and returns how many events it sent.
-/// With `keep`, the lines of games still open come back with their replay.
-fn replay_jobs(
-    ctx: &Context,
-    threads: usize,
-    keep: bool,
-    feed: impl FnOnce(&mpsc::SyncSender<(String, Vec<String>)>) -> Result<u64, ReplayError>,
-) -> Result<(Vec<Replayed>, u64, u64), ReplayError> {
-    let (job_tx, job_rx) = mpsc::sync_channel::<(String, Vec<String>)>(threads * 4);
-    let job_rx = std::sync::Mutex::new(job_rx);
-    std::thread::scope(|scope| {
-        let (res_tx, res_rx) = mpsc::channel::<(Replayed, u64)>();
-        let mut handles = Vec::new();
-        for _ in 0..threads {
-            let job_rx = &job_rx;
-            let res_tx = res_tx.clone();
-            handles.push(scope.spawn(move || {
-                loop {
-                    let job = match job_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((game, raws)) = job else { return };
-                    let t0 = Instant::now();
-                    let kept = keep.then(|| raws.clone());
-                    let lines: Vec<Logged> = raws
-                        .into_iter()
-                        .filter_map(|r| Logged::parse(r).ok())
-                        .collect();
-                    let r = replay_game(&game, lines, ctx);
-                    let kept = kept.filter(|_| r.game.as_ref().is_none_or(|g| !g.closed));
-                    let us = t0.elapsed().as_micros() as u64;
-                    if res_tx.send(((game, r, kept), us)).is_err() {
-                        return;
-                    }
-                }
-            }));
-        }
-        drop(res_tx);
-        let collector = scope.spawn(move || {
-            let mut out = Vec::new();
-            let mut engine_us = 0;
-            for (r, us) in res_rx {
-                engine_us += us;
-                out.push(r);
-            }
-            (out, engine_us)
-        });
-        let fed = feed(&job_tx);
-        drop(job_tx);
-        let mut joined = Ok(());
-        for h in handles {
-            if h.join().is_err() {
-                joined = Err(ReplayError::Worker);
-            }
-        }
-        let (mut out, engine_us) = collector.join().map_err(|_| ReplayError::Worker)?;
-        let events = fed?;
-        joined?;
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok((out, events, engine_us / 1000))
-    })
-}
-
-/// Reads the events files merged by game and replays the wanted games on `threads` workers.
-pub(crate) fn replay_files(
-    files: &[(PathBuf, bool)],
-    filter: Option<&BTreeSet<String>>,
-    ctx: &Context,
-    threads: usize,
-    keep: bool,
-    bar: &indicatif::ProgressBar,
-) -> Result<(Vec<Replayed>, u64, u64), ReplayError> {
-    let mut cursors = Vec::new();
-    for (path, _) in files {
-        if let Some(c) = Cursor::open(path, filter)? {
-            cursors.push(c);
-        }
-    }
-    replay_jobs(ctx, threads, keep, |job_tx| {
-        let mut events = 0u64;
-        let mut heap: BinaryHeap<std::cmp::Reverse<(String, usize)>> = BinaryHeap::new();
-        for (i, c) in cursors.iter().enumerate() {
-            if let Some(g) = c.game() {
-                heap.push(std::cmp::Reverse((g.to_string(), i)));
-            }
-        }
-        while let Some(std::cmp::Reverse((game, i))) = heap.pop() {
-            // Every cursor positioned on this game contributes its rows.
-            let mut sources = vec![i];
-            while let Some(std::cmp::Reverse((g, _))) = heap.peek() {
-                if *g != game {
-                    break;
-                }
-                if let Some(std::cmp::Reverse((_, j))) = heap.pop() {
-                    sources.push(j);
-                }
-            }
-            let wanted = filter.is_none_or(|f| f.contains(&game));
-            let mut raws = Vec::new();
-            for &j in &sources {
-                if wanted {
-                    cursors[j].take(&game, &mut raws)?;
-                } else {
-                    cursors[j].skip_game()?;
-                }
-                if let Some(g) = cursors[j].game() {
-                    heap.push(std::cmp::Reverse((g.to_string(), j)));
-                }
-            }
-            if wanted {
-                events += raws.len() as u64;
-                bar.inc(raws.len() as u64);
-                job_tx.send((game, raws)).map_err(|_| ReplayError::Worker)?;
-            }
-        }
-        Ok(events)
-    })
-}
-
 /// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
 ///
 /// `seeds` knows the games replayed before; those of `touched` are known by their replays instead.
@@ -894,67 +1028,24 @@ pub fn seed_reuse(replays: &mut [GameReplay], seeds: &GameIndex, touched: &BTree
     }
 }
 
-/// Rows of one derived table gathered for writing, by (partition, open).
-type Buckets = BTreeMap<(String, bool), Vec<RecordBatch>>;
-
-/// Writes the replays, carrying over rows of old open files and rewriting closed files that held changed games.
-fn write_outputs(
+/// Replaces the old rows of replayed games: every open file is rewritten (its other rows join
+/// the new open files), a closed file holding a changed closed game is rewritten one for one,
+/// and the files of a re-judged period are removed whole.
+fn rewrite_old(
     txn: &mut Txn<'_, '_>,
+    out: &mut Outputs,
     root: &Path,
     state: &State,
-    replays: Vec<GameReplay>,
     replayed: &BTreeSet<String>,
     closed_before: &BTreeSet<String>,
+    period: Option<&Period>,
 ) -> Result<(), ReplayError> {
-    let tables = derived_tables();
-    let mut buckets: BTreeMap<&'static str, Buckets> = BTreeMap::new();
-    // New rows, as batches per (partition, open).
-    let mut by_key: BTreeMap<(String, bool), Vec<GameReplay>> = BTreeMap::new();
-    for r in replays {
-        let open = r.game.as_ref().is_none_or(|g| !g.closed);
-        by_key
-            .entry((format!("date={}", r.date), open))
-            .or_default()
-            .push(r);
-    }
-    for (key, group) in by_key {
-        let mut findings = Vec::new();
-        let mut games = Vec::new();
-        let mut players = Vec::new();
-        let mut moves = Vec::new();
-        let mut departures = Vec::new();
-        for r in group {
-            findings.extend(finding_rows_with_ts(&r));
-            if let Some(g) = r.game {
-                games.push(g);
-            }
-            players.extend(r.players);
-            moves.extend(r.moves);
-            departures.extend(r.departures);
-        }
-        let push =
-            |b: &mut BTreeMap<&'static str, Buckets>, name: &'static str, batch: RecordBatch| {
-                if batch.num_rows() > 0 {
-                    b.entry(name)
-                        .or_default()
-                        .entry(key.clone())
-                        .or_default()
-                        .push(batch);
-                }
-            };
-        push(&mut buckets, "findings", FindingRow::to_batch(&findings)?);
-        push(&mut buckets, "games", GameRow::to_batch(&games)?);
-        push(&mut buckets, "game_players", PlayerRow::to_batch(&players)?);
-        push(&mut buckets, "moves", MoveRow::to_batch(&moves)?);
-        push(
-            &mut buckets,
-            "departures",
-            DepartureRow::to_batch(&departures)?,
-        );
-    }
-    // Old files to rewrite: every open file, and closed files holding a changed closed game.
-    for table in &tables {
+    for table in derived_tables() {
         for f in state.table_files(table.name) {
+            if period.is_some_and(|p| f.partition.as_deref().is_some_and(|d| p.holds(d))) {
+                txn.remove_file(&f.path);
+                continue;
+            }
             let rewrite = f.open
                 || (!closed_before.is_empty()
                     && match (&f.min_key, &f.max_key) {
@@ -998,41 +1089,12 @@ fn write_outputs(
             }
             txn.remove_file(&f.path);
             let key = (f.partition.clone().unwrap_or_default(), f.open);
-            for b in kept {
-                buckets
-                    .entry(table.name)
-                    .or_default()
-                    .entry(key.clone())
-                    .or_default()
-                    .push(b);
+            if f.open {
+                out.carry(key, table.name, kept);
+            } else {
+                out.write(txn, &table, &key, &kept)?;
             }
         }
     }
-    for table in &tables {
-        let Some(parts) = buckets.remove(table.name) else {
-            continue;
-        };
-        for ((partition, open), batches) in parts {
-            let file = txn.new_file(table.name, Some(&partition))?;
-            let mut meta = write_sorted(&file.pending, table, table.schema(), &batches)?;
-            meta.open = open;
-            txn.add_file_meta(file, meta);
-        }
-    }
     Ok(())
-}
-
-/// Finding rows of a replay, with the timestamp of the event each is about.
-fn finding_rows_with_ts(r: &GameReplay) -> Vec<FindingRow> {
-    let ts: BTreeMap<i64, i64> = r
-        .moves
-        .iter()
-        .map(|m| (m.seq, m.ts.0))
-        .chain(r.departures.iter().map(|d| (d.seq, d.ts.0)))
-        .collect();
-    let mut rows = r.finding_rows();
-    for row in &mut rows {
-        row.ts = ts.get(&row.seq).map(|&t| crate::lake::record::Ts(t));
-    }
-    rows
 }

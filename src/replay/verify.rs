@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::finding::{Category, Finding};
 use super::game::{Context, DrawCounts, GameReplay, Logged, replay_game};
-use super::run::{ReplayError, read_game_index, replay_files, seed_reuse};
+use super::merge::{EventsFile, replay_files};
+use super::run::{ReplayError, read_game_index, seed_reuse};
 use crate::ingest::source::{self, Item};
 use crate::lake::Lake;
 
@@ -187,12 +188,16 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
     let root = lake.root().to_path_buf();
     let events: Vec<_> = state.table_files("events").collect();
     let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
-    let files: Vec<(std::path::PathBuf, bool)> = events
+    let files: Vec<EventsFile> = events
         .iter()
-        .map(|f| (crate::lake::resolve(&root, &f.path), false))
+        .map(|f| EventsFile {
+            path: crate::lake::resolve(&root, &f.path),
+            partition: f.partition.clone().unwrap_or_default(),
+        })
         .collect();
     let wanted: BTreeSet<String> = [game.to_string()].into();
-    let (done, _, _) = replay_files(
+    let mut replays: Vec<GameReplay> = Vec::new();
+    replay_files(
         &files,
         Some(&wanted),
         &Context {
@@ -201,8 +206,11 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
         1,
         false,
         &indicatif::ProgressBar::hidden(),
+        &mut |(_, r, _)| {
+            replays.push(r);
+            Ok(())
+        },
     )?;
-    let mut replays: Vec<GameReplay> = done.into_iter().map(|(_, r, _)| r).collect();
     let (index, _) = read_game_index(&root, &state, false)?;
     seed_reuse(&mut replays, &index, &wanted);
     Ok(replays.into_iter().next().filter(|r| r.game.is_some()))

@@ -572,3 +572,243 @@ mod lake {
         );
     }
 }
+
+/// `vigie replay --rejudge`: the games of a period judged again, their rows replaced exactly.
+mod rejudge {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use arrow::array::{AsArray, Int64Array, RecordBatch};
+    use arrow::datatypes::Int64Type;
+    use vigie::lake::Lake;
+
+    use crate::common::*;
+
+    const TABLES: [&str; 5] = ["games", "game_players", "moves", "departures", "findings"];
+
+    fn derived(lake: &Path) -> Vec<Vec<String>> {
+        TABLES.iter().map(|t| table_rows(lake, t)).collect()
+    }
+
+    /// The derived files of a lake outside one partition, by path.
+    fn files_outside(lake: &Path, partition: &str) -> BTreeSet<String> {
+        let state = Lake::open(lake).unwrap().state().unwrap();
+        state
+            .files
+            .values()
+            .filter(|f| TABLES.contains(&f.table.as_str()))
+            .filter(|f| f.partition.as_deref() != Some(partition))
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
+    /// What an older engine might have said of one day: one finding missing, one that is not
+    /// true (an existing finding copied to seq 9999). Returns both as `game:seq code`.
+    fn tamper_findings(lake: &Path, partition: &str) -> (String, String) {
+        let l = Lake::open(lake).unwrap();
+        let state = l.state().unwrap();
+        let files: Vec<_> = state
+            .table_files("findings")
+            .filter(|f| f.partition.as_deref() == Some(partition))
+            .cloned()
+            .collect();
+        let mut batches: Vec<RecordBatch> = Vec::new();
+        for f in &files {
+            batches.extend(
+                vigie::lake::parquet::read_file(&vigie::lake::resolve(l.root(), &f.path), None)
+                    .unwrap(),
+            );
+        }
+        let all = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+        assert!(all.num_rows() >= 2, "the day has findings to tamper with");
+        let key = |i: usize| {
+            format!(
+                "{}:{} {}",
+                all.column_by_name("game")
+                    .unwrap()
+                    .as_string::<i32>()
+                    .value(i),
+                all.column_by_name("seq")
+                    .unwrap()
+                    .as_primitive::<Int64Type>()
+                    .value(i),
+                all.column_by_name("code")
+                    .unwrap()
+                    .as_string::<i32>()
+                    .value(i)
+            )
+        };
+        let missing = key(0);
+        let copied = all.slice(1, 1);
+        let seq_idx = copied.schema().index_of("seq").unwrap();
+        let mut columns = copied.columns().to_vec();
+        columns[seq_idx] = std::sync::Arc::new(Int64Array::from(vec![9999]));
+        let bogus = RecordBatch::try_new(copied.schema(), columns).unwrap();
+        let bogus_key = format!(
+            "{}:9999 {}",
+            bogus
+                .column_by_name("game")
+                .unwrap()
+                .as_string::<i32>()
+                .value(0),
+            bogus
+                .column_by_name("code")
+                .unwrap()
+                .as_string::<i32>()
+                .value(0)
+        );
+        let rest = all.slice(1, all.num_rows() - 1);
+        let def = vigie::replay::rows::FindingRow::def();
+        let mut w = l.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        for f in &files {
+            txn.remove_file(&f.path);
+        }
+        let file = txn.new_file("findings", Some(partition)).unwrap();
+        let meta =
+            vigie::lake::parquet::write_sorted(&file.pending, &def, def.schema(), &[rest, bogus])
+                .unwrap();
+        txn.add_file_meta(file, meta);
+        txn.commit(serde_json::json!({})).unwrap();
+        (missing, bogus_key)
+    }
+
+    /// A lake of three simulated days with server faults, replayed and detected, and the day
+    /// in the middle.
+    fn lake(dir: &Path) -> (std::path::PathBuf, String) {
+        let opts = vigie::sim::SimOptions {
+            seed: 31337,
+            days: 3,
+            games_per_day: 150,
+            accounts: 200,
+            fault_rate: 0.1,
+            ..vigie::sim::SimOptions::default()
+        };
+        let lake = simulated_lake(&opts, dir);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let l = vigie::catalog::open(&lake).unwrap();
+        vigie::detect::run(&l, &root.join("queries/detect"), &Default::default()).unwrap();
+        let state = l.state().unwrap();
+        let days: BTreeSet<String> = state
+            .table_files("games")
+            .filter_map(|f| f.partition.clone())
+            .collect();
+        assert_eq!(days.len(), 3, "{days:?}");
+        let middle = days.into_iter().nth(1).unwrap();
+        (lake, middle)
+    }
+
+    fn rejudge(lake: &Path, day: &str) -> serde_json::Value {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let day = day.trim_start_matches("date=");
+        let out = vigie(&[
+            "-q",
+            "replay",
+            "--lake",
+            lake.to_str().unwrap(),
+            "--rejudge",
+            "--from",
+            day,
+            "--to",
+            day,
+            "--rules",
+            root.join("queries/detect").to_str().unwrap(),
+            "--report-json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn flags(lake: &Path) -> Vec<(String, String, String)> {
+        let l = Lake::open(lake).unwrap();
+        let mut v: Vec<_> = vigie::detect::read_flags(&l.snapshot().unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.flag_id, f.action, format!("{:.6}", f.score)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn rejudging_a_day_replaces_exactly_its_derived_rows_and_lists_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lake, day) = lake(dir.path());
+        let truth = derived(&lake);
+        let flags_before = flags(&lake);
+        let outside = files_outside(&lake, &day);
+        let (missing, bogus) = tamper_findings(&lake, &day);
+        assert_ne!(derived(&lake), truth);
+        let report = rejudge(&lake, &day);
+        let r = &report["replay"]["rejudged"];
+        assert_eq!(r["added"], serde_json::json!([missing]), "{r}");
+        assert_eq!(r["withdrawn"], serde_json::json!([bogus]), "{r}");
+        assert!(r["games"].as_u64().unwrap() >= 100, "{r}");
+        assert!(!r["accounts"].as_array().unwrap().is_empty(), "{r}");
+        // Every derived row of the lake as one replay made it: nothing lost, nothing doubled.
+        assert_eq!(derived(&lake), truth);
+        // The other days' files were not touched.
+        assert!(outside.is_subset(&files_outside(&lake, &day)));
+        assert_eq!(flags(&lake), flags_before);
+        // Judging again with the same engines changes nothing.
+        let again = rejudge(&lake, &day);
+        assert_eq!(again["replay"]["rejudged"]["added"], serde_json::json!([]));
+        assert_eq!(
+            again["replay"]["rejudged"]["withdrawn"],
+            serde_json::json!([])
+        );
+        assert_eq!(derived(&lake), truth);
+    }
+
+    /// Killed at any moment, a re-judgement leaves the lake as it was or as it should be, and
+    /// the next run completes it.
+    #[test]
+    fn a_rejudgement_killed_at_any_moment_leaves_the_lake_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lake, day) = lake(dir.path());
+        let truth = derived(&lake);
+        tamper_findings(&lake, &day);
+        let tampered = derived(&lake);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen_before = false;
+        for wait_ms in [20u64, 80, 160, 320, 640, 1280] {
+            let mut child = std::process::Command::new(vigie_bin())
+                .args([
+                    "-q",
+                    "replay",
+                    "--lake",
+                    lake.to_str().unwrap(),
+                    "--rejudge",
+                    "--from",
+                    day.trim_start_matches("date="),
+                    "--rules",
+                    root.join("queries/detect").to_str().unwrap(),
+                ])
+                .env("VIGIE_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(wait_ms));
+            let _ = child.kill();
+            let _ = child.wait();
+            let now = derived(&lake);
+            assert!(
+                now == tampered || now == truth,
+                "killed after {wait_ms} ms: a mixed lake"
+            );
+            seen_before |= now == tampered;
+            if now == truth {
+                break;
+            }
+        }
+        assert!(seen_before, "no kill landed before the commit");
+        rejudge(&lake, &day);
+        assert_eq!(derived(&lake), truth);
+    }
+}

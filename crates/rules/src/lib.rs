@@ -21,3 +21,6 @@
 
 pub mod fairness;
 pub mod games;
+
+/// The version of these rules engines, named by every re-judgement of history.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
