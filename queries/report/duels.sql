@@ -3,4 +3,5 @@ SELECT e.game, e.seq, e.raw
 FROM events e JOIN games g ON g.game = e.game
 WHERE e.type = 'move' AND g.mode = 'medieval' AND e.status = 'accepted' AND e.detail LIKE '%"duels"%'
   AND g.date BETWEEN DATE '${from}' AND DATE '${to}'
+  AND e.date BETWEEN DATE '${events_from}' AND DATE '${events_to}'
 ORDER BY e.game, e.seq

@@ -5,6 +5,11 @@
 //! `MANIFEST.sha256` in `sha256sum` format and `DIGEST` (the SHA-256 of the
 //! manifest: one number for the whole bundle). Nothing in it depends on the
 //! wall clock: the same lake snapshot and period give the same bytes.
+//!
+//! Memory does not grow with the period: the queries that list every roll,
+//! deal, duel and selection run a week of game start days at a time, their
+//! rows streamed into the evidence files and the randomness tally
+//! ([`randomness::Tally`]); the other queries are aggregates or findings.
 
 pub mod calibrate;
 pub mod html;
@@ -49,6 +54,29 @@ pub const QUERIES: [(&str, &str); 11] = [
         include_str!("../../queries/report/selections.sql"),
     ),
 ];
+
+/// The queries that list every random outcome of the period, in the order a chunk runs them
+/// (a game's seed before its deals and selections).
+const CHUNKED: [&str; 5] = ["seeds", "dice", "deals", "duels", "selections"];
+
+/// Chunked queries whose rows are raw lines, not evidence files (their counts are).
+const NOT_EVIDENCE: [&str; 2] = ["duels", "selections"];
+
+/// Days of game starts per chunk of the chunked queries.
+const CHUNK_DAYS: i64 = 7;
+
+/// Rows per row group of the evidence Parquet files (what the writer buffers).
+const EVIDENCE_GROUP_ROWS: usize = 128 * 1024;
+
+/// A report query with its period filled in: `${from}` and `${to}` bound the games' start days;
+/// `${events_from}` and `${events_to}` bound the `events` partitions read for them (a literal
+/// range, so that partitions outside it are never opened).
+pub fn render_query(sql: &str, from: &str, to: &str, events_from: &str, events_to: &str) -> String {
+    sql.replace("${from}", from)
+        .replace("${to}", to)
+        .replace("${events_from}", events_from)
+        .replace("${events_to}", events_to)
+}
 
 /// Options of a report.
 #[derive(Debug, Clone)]
@@ -175,28 +203,26 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
             crate::lake::delta::version_for(lake.root(), t.name, snapshot.version())?,
         );
     }
+    // Written aside, then put in place: a failed run leaves no half bundle under `out`.
+    let dir = partial_dir(&opts.out);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+    }
+    let evidence_dir = dir.join("evidence");
+    std::fs::create_dir_all(&evidence_dir).map_err(io(&evidence_dir))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(ReportError::Runtime)?;
-    let results = rt.block_on(run_queries(&snapshot, opts))?;
-    // Clean output directory (only what the bundle contains is in it).
-    if opts.out.exists() {
-        std::fs::remove_dir_all(&opts.out).map_err(io(&opts.out))?;
-    }
-    let evidence_dir = opts.out.join("evidence");
-    std::fs::create_dir_all(&evidence_dir).map_err(io(&evidence_dir))?;
-    let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let (results, counts, mut evidence) =
+        rt.block_on(run_queries(&snapshot, opts, &evidence_dir))?;
     let mut tables: BTreeMap<String, Vec<BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
     for (name, batches) in &results {
-        if matches!(name.as_str(), "duels" | "selections") {
-            continue; // raw lines: the duel and selection counts below are the evidence
-        }
         let files = write_evidence(&evidence_dir, name, batches)?;
         evidence.insert(name.clone(), files);
         tables.insert(name.clone(), rows(batches)?);
     }
-    let randomness = randomness::compute(&results, opts.alpha)?;
+    let randomness = randomness::compute_counts(&counts, opts.alpha);
     for (name, batch) in randomness::evidence_tables(&randomness)? {
         let files = write_evidence(&evidence_dir, &name, &[batch])?;
         evidence.insert(name, files);
@@ -256,18 +282,104 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
     };
     let json =
         serde_json::to_string_pretty(&summary).map_err(|e| ReportError::Option(e.to_string()))?;
-    let json_path = opts.out.join("summary.json");
+    let json_path = dir.join("summary.json");
     std::fs::write(&json_path, json + "\n").map_err(io(&json_path))?;
-    let html_path = opts.out.join("summary.html");
+    let html_path = dir.join("summary.html");
     std::fs::write(&html_path, html::render(&summary)).map_err(io(&html_path))?;
-    let digest = write_manifest(&opts.out)?;
+    let digest = write_manifest(&dir)?;
+    if opts.out.exists() {
+        std::fs::remove_dir_all(&opts.out).map_err(io(&opts.out))?;
+    }
+    std::fs::rename(&dir, &opts.out).map_err(io(&opts.out))?;
     Ok((summary, digest))
 }
 
+/// Where a bundle is written before it is complete: beside `out`, `<name>.partial`.
+fn partial_dir(out: &Path) -> PathBuf {
+    let mut name = out
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "bundle".into());
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
+/// The chunks of game start days of a period: (first, last) days, `CHUNK_DAYS` at most each.
+fn chunks(from: &str, to: &str) -> Result<Vec<(String, String)>, ReportError> {
+    let day = |s: &str| {
+        chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+            .map_err(|e| ReportError::Option(format!("{s:?} is not a date YYYY-MM-DD ({e})")))
+    };
+    let (mut d, end) = (day(from)?, day(to)?);
+    let mut out = Vec::new();
+    while d <= end {
+        let last = (d + chrono::Duration::days(CHUNK_DAYS - 1)).min(end);
+        out.push((
+            d.format("%Y-%m-%d").to_string(),
+            last.format("%Y-%m-%d").to_string(),
+        ));
+        d = last + chrono::Duration::days(1);
+    }
+    Ok(out)
+}
+
+/// An evidence table written as it streams: CSV and Parquet.
+struct EvidenceWriter {
+    csv: arrow::csv::Writer<std::fs::File>,
+    parquet: parquet::arrow::ArrowWriter<std::fs::File>,
+}
+
+impl EvidenceWriter {
+    fn create(
+        dir: &Path,
+        name: &str,
+        schema: arrow::datatypes::SchemaRef,
+    ) -> Result<Self, ReportError> {
+        let csv_path = dir.join(format!("{name}.csv"));
+        let file = std::fs::File::create(&csv_path).map_err(io(&csv_path))?;
+        let csv = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(file);
+        let pq_path = dir.join(format!("{name}.parquet"));
+        let file = std::fs::File::create(&pq_path).map_err(io(&pq_path))?;
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_created_by(format!("vigie {}", env!("CARGO_PKG_VERSION")))
+            .set_max_row_group_row_count(Some(EVIDENCE_GROUP_ROWS))
+            .build();
+        let parquet = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props))?;
+        Ok(EvidenceWriter { csv, parquet })
+    }
+
+    fn write(&mut self, b: &RecordBatch) -> Result<(), ReportError> {
+        self.csv.write(b)?;
+        self.parquet.write(b)?;
+        Ok(())
+    }
+
+    fn finish(self, name: &str) -> Result<Vec<String>, ReportError> {
+        self.parquet.close()?;
+        Ok(vec![
+            format!("evidence/{name}.csv"),
+            format!("evidence/{name}.parquet"),
+        ])
+    }
+}
+
+/// Runs the report's queries: the aggregates and findings whole (returned), the chunked ones a
+/// chunk of game start days at a time, streamed into their evidence files and the tally.
 async fn run_queries(
     snapshot: &Snapshot,
     opts: &ReportOptions,
-) -> Result<Vec<(String, Vec<RecordBatch>)>, ReportError> {
+    evidence_dir: &Path,
+) -> Result<
+    (
+        Vec<(String, Vec<RecordBatch>)>,
+        randomness::Counts,
+        BTreeMap<String, Vec<String>>,
+    ),
+    ReportError,
+> {
+    use futures::StreamExt as _;
     let tables = crate::catalog::tables();
     let ctx = crate::lake::sql::session(snapshot, &tables, crate::lake::sql::Limits::default())
         .await
@@ -275,19 +387,91 @@ async fn run_queries(
             name: "(session)".into(),
             source,
         })?;
+    let q = |name: &str| {
+        let name = name.to_string();
+        move |source| ReportError::Query { name, source }
+    };
     let mut out = Vec::new();
     for (name, sql) in QUERIES {
-        let sql = sql
-            .replace("${from}", &opts.from)
-            .replace("${to}", &opts.to);
-        let q = |source| ReportError::Query {
-            name: name.to_string(),
-            source,
-        };
-        let batches = ctx.sql(&sql).await.map_err(q)?.collect().await.map_err(q)?;
+        if CHUNKED.contains(&name) {
+            continue;
+        }
+        let sql = render_query(sql, &opts.from, &opts.to, &opts.from, &opts.to);
+        let batches = ctx
+            .sql(&sql)
+            .await
+            .map_err(q(name))?
+            .collect()
+            .await
+            .map_err(q(name))?;
         out.push((name.to_string(), batches));
     }
-    Ok(out)
+    let mut tally = randomness::Tally::default();
+    let mut writers: BTreeMap<&str, EvidenceWriter> = BTreeMap::new();
+    for (from, to) in chunks(&opts.from, &opts.to)? {
+        // The chunk's games log their events from the day before their start (clocks) to the
+        // day of their last event.
+        let bounds = format!(
+            "SELECT CAST(min(date) - INTERVAL '1' DAY AS VARCHAR) AS lo, \
+             CAST(CAST(max(last_ts) AS DATE) AS VARCHAR) AS hi \
+             FROM games WHERE date BETWEEN DATE '{from}' AND DATE '{to}'"
+        );
+        let b = ctx
+            .sql(&bounds)
+            .await
+            .map_err(q("(chunk bounds)"))?
+            .collect()
+            .await
+            .map_err(q("(chunk bounds)"))?;
+        let (Some(lo), Some(hi)) = (first_text(&b, 0), first_text(&b, 1)) else {
+            continue; // no game started in the chunk
+        };
+        for name in CHUNKED {
+            let Some((_, sql)) = QUERIES.iter().find(|(n, _)| *n == name) else {
+                continue;
+            };
+            let sql = render_query(sql, &from, &to, &lo, &hi);
+            let df = ctx.sql(&sql).await.map_err(q(name))?;
+            let mut stream = df.execute_stream().await.map_err(q(name))?;
+            if !NOT_EVIDENCE.contains(&name) && !writers.contains_key(name) {
+                writers.insert(
+                    name,
+                    EvidenceWriter::create(evidence_dir, name, stream.schema())?,
+                );
+            }
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(q(name))?;
+                tally.add(name, &batch)?;
+                if let Some(w) = writers.get_mut(name) {
+                    w.write(&batch)?;
+                }
+            }
+        }
+        tally.end_chunk();
+    }
+    let mut evidence = BTreeMap::new();
+    for name in CHUNKED {
+        if NOT_EVIDENCE.contains(&name) {
+            continue;
+        }
+        let files = match writers.remove(name) {
+            Some(w) => w.finish(name)?,
+            // No game in the period: an empty table.
+            None => write_evidence(evidence_dir, name, &[])?,
+        };
+        evidence.insert(name.to_string(), files);
+    }
+    Ok((out, tally.finish(), evidence))
+}
+
+/// The text in column `col` of the first row of a query's result (None when null or absent).
+fn first_text(batches: &[RecordBatch], col: usize) -> Option<String> {
+    use arrow::array::{Array, AsArray};
+    let b = batches.iter().find(|b| b.num_rows() > 0)?;
+    // VARCHAR may come back as a string view: read it as plain text.
+    let a = arrow::compute::cast(b.column(col), &arrow::datatypes::DataType::Utf8).ok()?;
+    let a = a.as_string_opt::<i32>()?;
+    (!a.is_null(0)).then(|| a.value(0).to_string())
 }
 
 /// Batches as JSON objects (column order kept by BTreeMap's sorting: stable).

@@ -211,19 +211,103 @@ pub fn compute(
     Ok(battery(&counts(results)?, alpha))
 }
 
+/// The battery of tests over counts a [`Tally`] filled.
+pub fn compute_counts(counts: &Counts, alpha: f64) -> Randomness {
+    battery(counts, alpha)
+}
+
 /// Fills the counts from the report queries' results (`dice`, `seeds`, `deals`, `duels`,
-/// `selections`), streaming: rolls arrive ordered by game and seq.
+/// `selections`).
 pub fn counts(results: &[(String, Vec<RecordBatch>)]) -> Result<Counts, ReportError> {
-    let get = |n: &str| {
-        results
-            .iter()
-            .find(|(name, _)| name == n)
-            .map(|(_, b)| b.as_slice())
-            .unwrap_or(&[])
-    };
-    let mut c = Counts::default();
-    let mut current: Option<(String, u8)> = None;
-    for b in get("dice") {
+    let mut t = Tally::default();
+    for name in ["dice", "seeds", "deals", "duels", "selections"] {
+        for (_, batches) in results.iter().filter(|(n, _)| n == name) {
+            for b in batches {
+                t.add(name, b)?;
+            }
+        }
+    }
+    Ok(t.finish())
+}
+
+/// The counts of the randomness tests, filled batch by batch from the report queries: rolls
+/// arrive ordered by game and seq, a game's seed before its deals and selections. A report over
+/// a long period feeds it a chunk of games at a time ([`Tally::end_chunk`]), so that only one
+/// chunk's seeds are held.
+#[derive(Default)]
+pub struct Tally {
+    c: Counts,
+    /// The game and value of the last roll (transitions are counted within a game).
+    current: Option<(String, u8)>,
+    /// Revealed seeds of the chunk's games: shuffles and selections are recomputed from them.
+    seeds: BTreeMap<String, String>,
+}
+
+impl Tally {
+    /// Counts one batch of the query `name` (others are ignored).
+    pub fn add(&mut self, name: &str, b: &RecordBatch) -> Result<(), ReportError> {
+        match name {
+            "dice" => self.dice(b),
+            "seeds" => {
+                let (game, seed) = (strings(b, "game")?, strings(b, "seed")?);
+                for i in 0..b.num_rows() {
+                    if !seed.is_null(i) && crate::fairness::check_seed(seed.value(i)).is_ok() {
+                        self.seeds
+                            .insert(game.value(i).to_string(), seed.value(i).to_string());
+                    }
+                }
+                Ok(())
+            }
+            "deals" => {
+                let (game, deal) = (strings(b, "game")?, ints(b, "deal")?);
+                for i in 0..b.num_rows() {
+                    let (Some(seed), Ok(d)) =
+                        (self.seeds.get(game.value(i)), u32::try_from(deal.value(i)))
+                    else {
+                        continue;
+                    };
+                    self.c
+                        .shuffle(&crate::fairness::shuffle(seed, game.value(i), d), d);
+                }
+                Ok(())
+            }
+            "duels" => {
+                let raw = strings(b, "raw")?;
+                for i in 0..b.num_rows() {
+                    if let Ok(e) = crate::log::parse_line(raw.value(i).as_bytes())
+                        && let crate::log::Body::Move(m) = e.body
+                    {
+                        for d in m.duels.unwrap_or_default() {
+                            self.c.duel(d.won);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            "selections" => {
+                let (game, raw, seat) =
+                    (strings(b, "game")?, strings(b, "raw")?, strings(b, "seat")?);
+                for i in 0..b.num_rows() {
+                    let (Some(seed), Ok(color)) = (
+                        self.seeds.get(game.value(i)),
+                        seat.value(i).parse::<crate::fairness::SelectColor>(),
+                    ) else {
+                        continue;
+                    };
+                    let Ok(e) = crate::log::parse_line(raw.value(i).as_bytes()) else {
+                        continue;
+                    };
+                    if let crate::log::Body::Selection(s) = e.body {
+                        self.c.selection(seed, game.value(i), color, &s);
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn dice(&mut self, b: &RecordBatch) -> Result<(), ReportError> {
         let (game, value, variant, seat) = (
             strings(b, "game")?,
             ints(b, "value")?,
@@ -238,72 +322,33 @@ pub fn counts(results: &[(String, Vec<RecordBatch>)]) -> Result<Counts, ReportEr
                 continue;
             }
             let g = game.value(i);
-            let previous = match &current {
+            let previous = match &self.current {
                 Some((cg, p)) if cg == g => Some(*p),
                 _ => None,
             };
-            c.roll(
+            self.c.roll(
                 v,
                 previous,
                 (!variant.is_null(i)).then(|| variant.value(i)),
                 (!seat.is_null(i)).then(|| seat.value(i)),
             );
-            match &mut current {
+            match &mut self.current {
                 Some((cg, p)) if cg == g => *p = v,
-                _ => current = Some((g.to_owned(), v)),
+                _ => self.current = Some((g.to_owned(), v)),
             }
         }
+        Ok(())
     }
-    // Shuffles and selections: recomputed from the revealed seeds.
-    let mut seeds: BTreeMap<String, String> = BTreeMap::new();
-    for b in get("seeds") {
-        let (game, seed) = (strings(b, "game")?, strings(b, "seed")?);
-        for i in 0..b.num_rows() {
-            if !seed.is_null(i) && crate::fairness::check_seed(seed.value(i)).is_ok() {
-                seeds.insert(game.value(i).to_string(), seed.value(i).to_string());
-            }
-        }
+
+    /// The chunk's games are all counted: their seeds can go.
+    pub fn end_chunk(&mut self) {
+        self.seeds.clear();
+        self.current = None;
     }
-    for b in get("deals") {
-        let (game, deal) = (strings(b, "game")?, ints(b, "deal")?);
-        for i in 0..b.num_rows() {
-            let (Some(seed), Ok(d)) = (seeds.get(game.value(i)), u32::try_from(deal.value(i)))
-            else {
-                continue;
-            };
-            c.shuffle(&crate::fairness::shuffle(seed, game.value(i), d), d);
-        }
+
+    pub fn finish(self) -> Counts {
+        self.c
     }
-    for b in get("duels") {
-        let raw = strings(b, "raw")?;
-        for i in 0..b.num_rows() {
-            if let Ok(e) = crate::log::parse_line(raw.value(i).as_bytes())
-                && let crate::log::Body::Move(m) = e.body
-            {
-                for d in m.duels.unwrap_or_default() {
-                    c.duel(d.won);
-                }
-            }
-        }
-    }
-    for b in get("selections") {
-        let (game, raw, seat) = (strings(b, "game")?, strings(b, "raw")?, strings(b, "seat")?);
-        for i in 0..b.num_rows() {
-            let (Some(seed), Ok(color)) = (
-                seeds.get(game.value(i)),
-                seat.value(i).parse::<crate::fairness::SelectColor>(),
-            ) else {
-                continue;
-            };
-            let Ok(e) = crate::log::parse_line(raw.value(i).as_bytes()) else {
-                continue;
-            };
-            if let crate::log::Body::Selection(s) = e.body {
-                c.selection(seed, game.value(i), color, &s);
-            }
-        }
-    }
-    Ok(c)
 }
 
 /// A test before the Holm step: its result, or why it did not run.
