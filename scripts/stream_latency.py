@@ -18,7 +18,8 @@ It prints p50/p95/p99/max of both and the streamer's RSS every 10 s.
   python3 scripts/stream_latency.py --vigie target/release/vigie \
       --source /tmp/sim --work /tmp/stream-bench --rate 10000 --seconds 300
 
-With --lake-from, the streamer starts on a copy of a lake built beforehand
+With --lake, the streamer works on that lake in place (a large history need not
+be copied: the run adds to it). With --lake-from, it starts on a copy of a lake built beforehand
 (e.g. a batch ingest, replay and detect of the month before the feed), so the
 run measures the steady state of a full detection window instead of its fill.
 """
@@ -108,11 +109,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=300)
     ap.add_argument("--rules", default="queries/detect")
     ap.add_argument("--lake-from", help="copy this lake as the starting lake")
+    ap.add_argument("--lake", help="stream into this lake in place (it is not removed)")
     args = ap.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
     follow = os.path.join(args.work, "logs")
-    lake = os.path.join(args.work, "lake")
+    lake = os.path.abspath(args.lake) if args.lake else os.path.join(args.work, "lake")
     os.makedirs(follow)
     if args.lake_from:
         shutil.copytree(args.lake_from, lake, symlinks=True)

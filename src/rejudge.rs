@@ -1,10 +1,10 @@
-//! Re-judging history: the games of a period replayed again with the current rules engines, detection re-run on the accounts whose findings changed, and every change listed and written to the audit log.
+//! Re-judging history: the games of a period replayed again with the current rules engines, detection re-run on their players, and every change listed and written to the audit log.
 //!
 //! A rules-engine fix, a new rule or a disputed ban asks "what would the
 //! current engines say about those games?". [`run`] answers in three commits:
 //! the replay catches up with the lake, the period's derived rows are replaced
 //! in one commit ([`crate::replay::run::rejudge`]), and detection runs again,
-//! recomputing the features of the accounts whose findings changed. Flags
+//! recomputing the features of every player of those games. Flags
 //! that appear, disappear or change are listed; a flag a reviewer had already
 //! decided (confirmed or dismissed) that disappears or changes is reopened in
 //! the audit log, with the engines' version as the reason, so that a person
@@ -108,10 +108,11 @@ pub fn run(
 ) -> Result<RejudgeReport, RejudgeError> {
     let before = flags_of(lake)?;
     let (caught_up, replay) = crate::replay::run::rejudge(lake, opts, period)?;
+    // Every player of the re-judged games: a derived row may change without a finding changing.
     let accounts: BTreeSet<String> = replay
         .rejudged
         .as_ref()
-        .map(|r| r.accounts.iter().cloned().collect())
+        .map(|r| r.players.iter().cloned().collect())
         .unwrap_or_default();
     let detect = detect::run_scoped(lake, rules_dir, &Default::default(), Some(&accounts), false)?;
     let after = flags_of(lake)?;

@@ -22,8 +22,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     report_json: bool,
     /// Judge again, with the current rules engines, every game that started from `--from` to
-    /// `--to`: their derived rows are replaced in one commit, detection re-runs on the accounts
-    /// whose findings changed, and decisions on flags that changed are reopened in the audit log.
+    /// `--to`: their derived rows are replaced in one commit, detection re-runs with their
+    /// players' features recomputed, and decisions on flags that changed are reopened in the
+    /// audit log.
     #[arg(long, requires = "from")]
     rejudge: bool,
     /// First day of the period to re-judge (YYYY-MM-DD, UTC).

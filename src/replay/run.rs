@@ -276,6 +276,10 @@ pub struct Rejudged {
     pub withdrawn: Vec<String>,
     /// Accounts of the games whose findings changed.
     pub accounts: Vec<String>,
+    /// Every account of the re-judged games: detection recomputes their features (other
+    /// derived rows, such as think times, may change without a finding changing).
+    #[serde(skip)]
+    pub players: Vec<String>,
 }
 
 /// Catches up like [`run`], then judges again, with the current engines, every game that started
@@ -540,6 +544,12 @@ fn run_scoped(
     // A full run: nothing was replayed before, every game is new.
     let full = !warm && since == 0 && old_games.is_empty() && period.is_none();
     let mut touched: BTreeSet<String> = stale;
+    // Games replayed before without a `games` row: their lines may be in any file.
+    let rowless = if full || warm {
+        BTreeSet::new()
+    } else {
+        rowless_games(&root, &state, &old_games)?
+    };
     if keep && !warm {
         // Building the resident state: every open game is replayed once (to the same rows) to hold its lines.
         touched.extend(
@@ -548,7 +558,7 @@ fn run_scoped(
                 .filter(|(_, g)| !g.closed)
                 .map(|(g, _)| g.to_string()),
         );
-        touched.extend(rowless_games(&root, &state, &old_games)?);
+        touched.extend(rowless.iter().cloned());
     }
     let mut keys = KeyUse::default();
     let mut new_seeds: Vec<(String, Option<String>, Option<String>)> = Vec::new();
@@ -730,29 +740,24 @@ fn run_scoped(
                 .map(|f| f.rows)
                 .sum();
             let bar = progress(opts.progress && period.is_some(), total);
-            if period.is_some() {
-                let since_from = files(&after_from);
-                stats += replay_files(
-                    &since_from,
-                    Some(&rejudged),
-                    &ctx,
-                    threads,
-                    keep,
-                    &bar,
-                    &mut sink,
-                )?;
-            }
-            let others: BTreeSet<String> = touched.difference(&rejudged).cloned().collect();
-            if !others.is_empty() {
-                stats += replay_files(
-                    &all_files,
-                    Some(&others),
-                    &ctx,
-                    threads,
-                    keep,
-                    &bar,
-                    &mut sink,
-                )?;
+            // A game never replayed before has every line in the files added since: only those
+            // are read for it. The others (a closed game with a late line, a seed partner, an
+            // open or rowless game) may have lines in any partition.
+            let (fresh, others): (BTreeSet<String>, BTreeSet<String>) = touched
+                .difference(&rejudged)
+                .cloned()
+                .partition(|g| !old_games.contains(g) && !rowless.contains(g));
+            let since_from = files(&after_from);
+            let new_only = files(&|f| f.data_version() > since);
+            for (read, wanted) in [
+                (&since_from, &rejudged),
+                (&new_only, &fresh),
+                (&all_files, &others),
+            ] {
+                if !wanted.is_empty() {
+                    stats +=
+                        replay_files(read, Some(wanted), &ctx, threads, keep, &bar, &mut sink)?;
+                }
             }
             bar.finish_and_clear();
         }
@@ -895,6 +900,13 @@ fn rejudged_summary(
         added: after.difference(before).map(show).collect(),
         withdrawn: before.difference(after).map(show).collect(),
         accounts: accounts.into_iter().collect(),
+        players: players_of
+            .values()
+            .flatten()
+            .cloned()
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect(),
     }
 }
 

@@ -603,23 +603,51 @@ mod rejudge {
             .collect()
     }
 
-    /// What an older engine might have said of one day: one finding missing, one that is not
-    /// true (an existing finding copied to seq 9999). Returns both as `game:seq code`.
-    fn tamper_findings(lake: &Path, partition: &str) -> (String, String) {
+    /// Every row of one partition of a table, as committed.
+    fn read_partition(lake: &Path, table: &str, partition: &str) -> Vec<RecordBatch> {
         let l = Lake::open(lake).unwrap();
         let state = l.state().unwrap();
-        let files: Vec<_> = state
-            .table_files("findings")
+        let mut out = Vec::new();
+        for f in state
+            .table_files(table)
             .filter(|f| f.partition.as_deref() == Some(partition))
-            .cloned()
-            .collect();
-        let mut batches: Vec<RecordBatch> = Vec::new();
-        for f in &files {
-            batches.extend(
+        {
+            out.extend(
                 vigie::lake::parquet::read_file(&vigie::lake::resolve(l.root(), &f.path), None)
                     .unwrap(),
             );
         }
+        out
+    }
+
+    /// Commits `batches` in place of every file of one partition of a table.
+    fn replace_partition(
+        lake: &Path,
+        def: &vigie::lake::tables::TableDef,
+        partition: &str,
+        batches: &[RecordBatch],
+    ) {
+        let l = Lake::open(lake).unwrap();
+        let state = l.state().unwrap();
+        let mut w = l.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        for f in state
+            .table_files(def.name)
+            .filter(|f| f.partition.as_deref() == Some(partition))
+        {
+            txn.remove_file(&f.path);
+        }
+        let file = txn.new_file(def.name, Some(partition)).unwrap();
+        let meta =
+            vigie::lake::parquet::write_sorted(&file.pending, def, def.schema(), batches).unwrap();
+        txn.add_file_meta(file, meta);
+        txn.commit(serde_json::json!({})).unwrap();
+    }
+
+    /// What an older engine might have said of one day: one finding missing, one that is not
+    /// true (an existing finding copied to seq 9999). Returns both as `game:seq code`.
+    fn tamper_findings(lake: &Path, partition: &str) -> (String, String) {
+        let batches = read_partition(lake, "findings", partition);
         let all = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
         assert!(all.num_rows() >= 2, "the day has findings to tamper with");
         let key = |i: usize| {
@@ -659,18 +687,12 @@ mod rejudge {
                 .value(0)
         );
         let rest = all.slice(1, all.num_rows() - 1);
-        let def = vigie::replay::rows::FindingRow::def();
-        let mut w = l.writer().unwrap();
-        let mut txn = w.begin("test").unwrap();
-        for f in &files {
-            txn.remove_file(&f.path);
-        }
-        let file = txn.new_file("findings", Some(partition)).unwrap();
-        let meta =
-            vigie::lake::parquet::write_sorted(&file.pending, &def, def.schema(), &[rest, bogus])
-                .unwrap();
-        txn.add_file_meta(file, meta);
-        txn.commit(serde_json::json!({})).unwrap();
+        replace_partition(
+            lake,
+            &vigie::replay::rows::FindingRow::def(),
+            partition,
+            &[rest, bogus],
+        );
         (missing, bogus_key)
     }
 
@@ -810,5 +832,115 @@ mod rejudge {
         assert!(seen_before, "no kill landed before the commit");
         rejudge(&lake, &day);
         assert_eq!(derived(&lake), truth);
+    }
+
+    /// One day's `game_players` rows without those of the given accounts (as an older engine
+    /// might have left them), committed in place.
+    fn drop_players(lake: &Path, partition: &str, accounts: &BTreeSet<String>) {
+        let mut kept = Vec::new();
+        for b in read_partition(lake, "game_players", partition) {
+            let a = b
+                .column_by_name("account")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            let keep: arrow::array::BooleanArray = (0..b.num_rows())
+                .map(|i| Some(!accounts.contains(a.value(i))))
+                .collect();
+            kept.push(arrow::compute::filter_record_batch(&b, &keep).unwrap());
+        }
+        replace_partition(
+            lake,
+            &vigie::replay::rows::PlayerRow::def(),
+            partition,
+            &kept,
+        );
+    }
+
+    /// A decision taken on a flag that only wrong derived rows produced goes back to the queue,
+    /// with the engines and the change in the audit log.
+    #[test]
+    fn a_decision_on_a_flag_the_rejudgement_changes_is_reopened() {
+        use vigie::review::{NewAuditEntry, ReviewAction, ReviewIndex, ReviewStatus, Role};
+        let dir = tempfile::tempdir().unwrap();
+        let (lake, day) = lake(dir.path());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rules = root.join("queries/detect");
+        let truth = flags(&lake);
+        let l = vigie::catalog::open(&lake).unwrap();
+        let flagged: BTreeSet<String> = vigie::detect::read_flags(&l.snapshot().unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.account)
+            .collect();
+        assert!(!flagged.is_empty(), "the simulation flags someone");
+        // The flagged players' rows of one day go missing; detection runs on that.
+        drop_players(&lake, &day, &flagged);
+        // Forced: the replay checkpoint did not move.
+        vigie::detect::run_scoped(&l, &rules, &Default::default(), None, true).unwrap();
+        let wrong = flags(&lake);
+        let changed: Vec<&(String, String, String)> =
+            wrong.iter().filter(|f| !truth.contains(f)).collect();
+        assert!(!changed.is_empty(), "the missing rows change a flag");
+        let id = changed[0].0.clone();
+        let account = vigie::detect::read_flags(&l.snapshot().unwrap())
+            .unwrap()
+            .into_iter()
+            .find(|f| f.flag_id == id)
+            .unwrap()
+            .account;
+        for (action, prev, new) in [
+            (
+                ReviewAction::Claim,
+                ReviewStatus::Open,
+                ReviewStatus::Claimed,
+            ),
+            (
+                ReviewAction::Confirm,
+                ReviewStatus::Claimed,
+                ReviewStatus::Confirmed,
+            ),
+        ] {
+            vigie::review::append(
+                &l,
+                NewAuditEntry {
+                    at: 1_790_000_000_000,
+                    actor: "alice".into(),
+                    role: Role::Reviewer,
+                    action,
+                    flag: id.clone(),
+                    account: account.clone(),
+                    reason: "seen".into(),
+                    decision: (action == ReviewAction::Confirm)
+                        .then_some(vigie::review::Decision::BlockRecommended),
+                    prev_state: prev,
+                    new_state: new,
+                },
+            )
+            .unwrap();
+        }
+        let report = rejudge(&lake, &day);
+        assert_eq!(
+            flags(&lake),
+            truth,
+            "the flags are those of the true rows again"
+        );
+        let listed: Vec<&str> = report["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["flag_id"].as_str())
+            .collect();
+        assert!(listed.contains(&id.as_str()), "{report}");
+        assert_eq!(report["reopened"], serde_json::json!([id]), "{report}");
+        let log = vigie::review::read_log(&l.snapshot().unwrap()).unwrap();
+        let last = log.last().unwrap();
+        assert_eq!(last.actor, vigie::rejudge::ACTOR);
+        assert_eq!(last.action, ReviewAction::Reopen);
+        assert!(last.reason.contains("vigie-rules"), "{}", last.reason);
+        assert_eq!(
+            ReviewIndex::from_entries(&log).get(&id).status,
+            ReviewStatus::Open
+        );
     }
 }
