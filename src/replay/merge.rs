@@ -192,6 +192,8 @@ fn plan(
                 .with_batch_size(8192)
                 .build()?;
             let mut prev = String::new();
+            // Whether the file holds a wanted game (the bloom filters may have let it through).
+            let mut wanted = filter.is_none();
             for b in reader {
                 let b = b?;
                 let games = b.column(0).as_string::<i32>();
@@ -205,6 +207,7 @@ fn plan(
                     if filter.is_some_and(|f| !f.contains(g)) {
                         continue;
                     }
+                    wanted = true;
                     match last.get_mut(g) {
                         Some(p) => *p = idx,
                         None => {
@@ -213,7 +216,9 @@ fn plan(
                     }
                 }
             }
-            part.files.push((path.to_path_buf(), groups));
+            if wanted {
+                part.files.push((path.to_path_buf(), groups));
+            }
         }
         parts.push(part);
     }
@@ -415,4 +420,72 @@ pub fn replay_jobs(
             engine_ms: engine_us / 1000,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context { horizon_ms: 0 }
+    }
+
+    #[test]
+    fn results_come_back_in_the_order_the_games_were_queued() {
+        let mut seen = Vec::new();
+        let stats = replay_jobs(
+            &ctx(),
+            4,
+            false,
+            |feed| {
+                for i in 0..200 {
+                    // Some games have lines to parse (garbage here), some none: uneven work.
+                    let lines = vec!["{".to_string(); (i * 7) % 13];
+                    feed.send(format!("g{i:03}"), lines)?;
+                }
+                Ok(200)
+            },
+            &mut |(game, _, _)| {
+                seen.push(game);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let queued: Vec<String> = (0..200).map(|i| format!("g{i:03}")).collect();
+        assert_eq!(seen, queued);
+        assert_eq!(stats.events, 200);
+    }
+
+    #[test]
+    fn a_failing_sink_stops_the_feed_and_its_error_is_returned() {
+        let mut taken = 0;
+        let out = replay_jobs(
+            &ctx(),
+            2,
+            false,
+            |feed| {
+                let mut sent = 0;
+                for i in 0..100_000 {
+                    feed.send(format!("g{i}"), Vec::new())?;
+                    sent += 1;
+                }
+                Ok(sent)
+            },
+            &mut |_| {
+                taken += 1;
+                if taken == 10 {
+                    return Err(ReplayError::Io {
+                        path: PathBuf::from("sink"),
+                        source: std::io::Error::other("disk full"),
+                    });
+                }
+                Ok(())
+            },
+        );
+        assert!(
+            matches!(out, Err(ReplayError::Io { ref path, .. }) if path == Path::new("sink")),
+            "{out:?}"
+        );
+        assert_eq!(taken, 10, "nothing reaches the sink after its error");
+    }
 }

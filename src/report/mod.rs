@@ -716,3 +716,42 @@ pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
     }
     Ok(check)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_is_cut_into_weeks_of_start_days_with_nothing_left_out() {
+        let c = chunks("2026-02-25", "2026-03-12").unwrap();
+        assert_eq!(
+            c,
+            vec![
+                ("2026-02-25".to_string(), "2026-03-03".to_string()),
+                ("2026-03-04".to_string(), "2026-03-10".to_string()),
+                ("2026-03-11".to_string(), "2026-03-12".to_string()),
+            ]
+        );
+        assert_eq!(
+            chunks("2026-11-20", "2026-11-20").unwrap(),
+            vec![("2026-11-20".to_string(), "2026-11-20".to_string())]
+        );
+        assert!(chunks("2026-11-21", "2026-11-20").unwrap().is_empty());
+        assert!(chunks("2026-13-01", "2026-13-02").is_err());
+    }
+
+    #[test]
+    fn a_query_gets_its_period_and_partition_bounds() {
+        let q = render_query(
+            "g.date BETWEEN '${from}' AND '${to}' AND e.date BETWEEN '${events_from}' AND '${events_to}'",
+            "2026-11-01",
+            "2026-11-07",
+            "2026-10-31",
+            "2026-11-09",
+        );
+        assert_eq!(
+            q,
+            "g.date BETWEEN '2026-11-01' AND '2026-11-07' AND e.date BETWEEN '2026-10-31' AND '2026-11-09'"
+        );
+    }
+}
