@@ -255,9 +255,17 @@ pub struct Period {
 impl Period {
     /// Whether a partition (`date=YYYY-MM-DD`) lies in the period.
     pub fn holds(&self, partition: &str) -> bool {
+        self.reaches(partition)
+            && partition
+                .strip_prefix("date=")
+                .is_some_and(|d| d <= self.to.as_str())
+    }
+
+    /// Whether a partition (`date=YYYY-MM-DD`) is the period's first day or later.
+    pub fn reaches(&self, partition: &str) -> bool {
         partition
             .strip_prefix("date=")
-            .is_some_and(|d| d >= self.from.as_str() && d <= self.to.as_str())
+            .is_some_and(|d| d >= self.from.as_str())
     }
 }
 
@@ -655,6 +663,12 @@ fn run_scoped(
     };
     let all_files = files(&|_| true);
     let threads = opts.threads.max(1);
+    // Games that may have lines in any file, read without a progress bar.
+    let from_lake =
+        |wanted: &BTreeSet<String>, sink: &mut dyn FnMut(Replayed) -> Result<(), ReplayError>| {
+            let hidden = indicatif::ProgressBar::hidden();
+            replay_files(&all_files, Some(wanted), &ctx, threads, keep, &hidden, sink)
+        };
     let mut txn = writer.begin(if period.is_some() {
         "rejudge"
     } else {
@@ -708,16 +722,7 @@ fn run_scoped(
                 &mut sink,
             )?;
             if !missing.is_empty() {
-                let hidden = indicatif::ProgressBar::hidden();
-                stats += replay_files(
-                    &all_files,
-                    Some(&missing),
-                    &ctx,
-                    threads,
-                    keep,
-                    &hidden,
-                    &mut sink,
-                )?;
+                stats += from_lake(&missing, &mut sink)?;
             }
         } else if full {
             let total_rows: u64 = events.iter().map(|f| f.rows).sum();
@@ -727,12 +732,7 @@ fn run_scoped(
         } else {
             // Re-judged games started in the period: their lines are in its partitions or later.
             let after_from = |f: &FileEntry| {
-                period.is_some_and(|p| {
-                    f.partition
-                        .as_deref()
-                        .and_then(|d| d.strip_prefix("date="))
-                        .is_some_and(|d| d >= p.from.as_str())
-                })
+                period.is_some_and(|p| f.partition.as_deref().is_some_and(|d| p.reaches(d)))
             };
             let total: u64 = events
                 .iter()
@@ -780,17 +780,8 @@ fn run_scoped(
             .map(str::to_string)
             .collect();
         if !partners.is_empty() {
-            let hidden = indicatif::ProgressBar::hidden();
             let mut sink = |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, r);
-            stats += replay_files(
-                &all_files,
-                Some(&partners),
-                &ctx,
-                threads,
-                keep,
-                &hidden,
-                &mut sink,
-            )?;
+            stats += from_lake(&partners, &mut sink)?;
             touched.extend(partners);
         }
     }

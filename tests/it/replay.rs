@@ -721,10 +721,11 @@ mod rejudge {
         (lake, middle)
     }
 
-    fn rejudge(lake: &Path, day: &str) -> serde_json::Value {
+    /// The arguments of `vigie replay --rejudge` of one day (`date=YYYY-MM-DD`) of `lake`.
+    fn rejudge_args(lake: &Path, day: &str) -> Vec<String> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let day = day.trim_start_matches("date=");
-        let out = vigie(&[
+        [
             "-q",
             "replay",
             "--lake",
@@ -736,8 +737,16 @@ mod rejudge {
             day,
             "--rules",
             root.join("queries/detect").to_str().unwrap(),
-            "--report-json",
-        ]);
+        ]
+        .map(str::to_string)
+        .to_vec()
+    }
+
+    fn rejudge(lake: &Path, day: &str) -> serde_json::Value {
+        let mut args = rejudge_args(lake, day);
+        args.push("--report-json".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = vigie(&args);
         assert!(
             out.status.success(),
             "{}",
@@ -796,21 +805,10 @@ mod rejudge {
         let truth = derived(&lake);
         tamper_findings(&lake, &day);
         let tampered = derived(&lake);
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut seen_before = false;
         for wait_ms in [20u64, 80, 160, 320, 640, 1280] {
             let mut child = std::process::Command::new(vigie_bin())
-                .args([
-                    "-q",
-                    "replay",
-                    "--lake",
-                    lake.to_str().unwrap(),
-                    "--rejudge",
-                    "--from",
-                    day.trim_start_matches("date="),
-                    "--rules",
-                    root.join("queries/detect").to_str().unwrap(),
-                ])
+                .args(rejudge_args(&lake, &day))
                 .env("VIGIE_LOG", "warn")
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
