@@ -43,6 +43,16 @@ pub struct SimulateArgs {
     /// played as a six whatever the derivation gives (0.01: six at 17.5 % instead of 16.7 %).
     #[arg(long, default_value_t = 0.0)]
     six_bias: f64,
+    /// How subtle the cheaters are, from 0 (blatant, the default) to 1: tampered clients that try
+    /// an illegal move on 1-4 % of their turns, rage-quitters, sitters and stallers acting in a fifth
+    /// of their losing games, bots with human-looking pauses, chip dumpers who resign after several
+    /// moves at ordinary stakes, win traders who do not alternate, rings that rarely meet.
+    #[arg(long, default_value_t = 0.0)]
+    subtlety: f64,
+    /// Share of the honest accounts that look like cheaters: quick and steady players, bad
+    /// connections, households behind one ip, friends who play each other often (labelled).
+    #[arg(long, default_value_t = 0.0)]
+    lookalikes: f64,
 }
 
 impl SimulateArgs {
@@ -61,6 +71,8 @@ impl SimulateArgs {
             behaviour_rate,
             sample,
             six_bias,
+            subtlety,
+            lookalikes,
         } = self;
         let mut opts = if sample {
             vigie::sim::SimOptions::sample()
@@ -87,6 +99,8 @@ impl SimulateArgs {
             opts.behaviour_rate = v;
         }
         opts.six_bias = six_bias;
+        opts.subtlety = subtlety;
+        opts.lookalikes = lookalikes;
         super::pipeline::run_simulate(&out, &opts, ctx.progress)?;
         Ok(ExitCode::SUCCESS)
     }

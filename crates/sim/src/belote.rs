@@ -222,7 +222,8 @@ impl Sim<'_> {
             }
         }
         let losing = self.losing(p);
-        if acc.behaviour == Behaviour::RageQuit && losing && self.rng.chance(0.15) {
+        let acts = acc.acts_in(self.spec.rng_seed);
+        if acc.behaviour == Behaviour::RageQuit && losing && acts && self.rng.chance(0.15) {
             let reason = if self.rng.chance(0.7) {
                 LeftReason::PageClosed
             } else {
@@ -231,10 +232,12 @@ impl Sim<'_> {
             self.leave(p, reason);
             return Ok(true);
         }
-        if acc.behaviour == Behaviour::Sitter && losing && self.rng.chance(0.2) {
+        if acc.behaviour == Behaviour::Sitter && losing && acts && self.rng.chance(0.2) {
             self.sitting[p] = true;
         }
-        if self.rng.chance(P_DISCONNECT) {
+        if self.rng.chance(P_DISCONNECT)
+            || (acc.disconnect_rate > 0.0 && self.rng.chance(acc.disconnect_rate))
+        {
             self.leave(p, LeftReason::Disconnected);
             return Ok(true);
         }
@@ -416,7 +419,7 @@ impl Sim<'_> {
         } else {
             Load::Choice(4)
         };
-        let losing = self.losing(p);
+        let losing = self.losing(p) && self.accs[p].acts_in(self.spec.rng_seed);
         let think = self.clock.think(&mut self.rng, self.accs[p], load, losing);
         let think = think
             .max(self.rec.last_ts() - self.turn_start + 40)
@@ -546,10 +549,14 @@ impl Sim<'_> {
             return Err(self.err("no trump while playing"));
         };
         let o = 1 - p;
-        if self.accs[p].behaviour == Behaviour::TamperedClient && self.rng.chance(P_TAMPER) {
+        if self.accs[p].behaviour == Behaviour::TamperedClient
+            && self.rng.chance(self.accs[p].tamper_chance(P_TAMPER))
+        {
             self.tampered_attempt(p, trump);
         }
-        if self.accs[o].behaviour == Behaviour::TamperedClient && self.rng.chance(P_TAMPER / 3.0) {
+        if self.accs[o].behaviour == Behaviour::TamperedClient
+            && self.rng.chance(self.accs[o].tamper_chance(P_TAMPER / 3.0))
+        {
             // The opponent's client plays out of turn, well after the turn began.
             let delta = self.rng.range(1500, 4500);
             let ts = self.at(delta);
@@ -634,7 +641,7 @@ impl Sim<'_> {
         } else {
             Load::Choice(legal.len())
         };
-        let losing = self.losing(p);
+        let losing = self.losing(p) && self.accs[p].acts_in(self.spec.rng_seed);
         let mut think = self.clock.think(&mut self.rng, self.accs[p], load, losing);
         let floor = self.rec.last_ts() - self.turn_start + self.rng.range(40, 250);
         think = think.max(floor);

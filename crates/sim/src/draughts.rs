@@ -342,7 +342,8 @@ impl Sim<'_> {
         if self.sitting[s] || self.sit[s] > 0 {
             return self.timeout(s);
         }
-        if acc.behaviour == Behaviour::RageQuit && losing && self.rng.chance(0.4) {
+        let acts = acc.acts_in(self.spec.rng_seed);
+        if acc.behaviour == Behaviour::RageQuit && losing && acts && self.rng.chance(0.4) {
             let reason = if self.rng.chance(0.7) {
                 LeftReason::PageClosed
             } else {
@@ -350,14 +351,16 @@ impl Sim<'_> {
             };
             return Ok(Some(self.leave(s, reason)));
         }
-        if acc.behaviour == Behaviour::Sitter && losing && self.rng.chance(0.5) {
+        if acc.behaviour == Behaviour::Sitter && losing && acts && self.rng.chance(0.5) {
             self.sitting[s] = true;
             return self.timeout(s);
         }
         if bal <= -6 && self.rng.chance(P_RESIGN) {
             return Ok(Some(self.leave(s, LeftReason::Resigned)));
         }
-        if self.rng.chance(P_DISCONNECT) {
+        if self.rng.chance(P_DISCONNECT)
+            || (acc.disconnect_rate > 0.0 && self.rng.chance(acc.disconnect_rate))
+        {
             let reason = if self.rng.chance(0.5) {
                 LeftReason::PageClosed
             } else {
@@ -391,7 +394,9 @@ impl Sim<'_> {
         if moves.is_empty() {
             return Err(self.err("no legal move in an ongoing game"));
         }
-        if acc.behaviour == Behaviour::TamperedClient && self.rng.chance(P_TAMPER) {
+        if acc.behaviour == Behaviour::TamperedClient
+            && self.rng.chance(acc.tamper_chance(P_TAMPER))
+        {
             self.tampered_attempt(s);
         }
         if self.rng.chance(P_MALFORMED) {
@@ -457,7 +462,8 @@ impl Sim<'_> {
         } else {
             Load::Choice(moves.len())
         };
-        let mut think = self.clock.think(&mut self.rng, acc, load, losing);
+        let stalling = losing && acc.acts_in(self.spec.rng_seed);
+        let mut think = self.clock.think(&mut self.rng, acc, load, stalling);
         let floor = self.rec.last_ts() - self.turn_start + self.rng.range(40, 300);
         think = think.max(floor);
         if late {
@@ -578,7 +584,7 @@ impl Sim<'_> {
                 delta,
             );
         } else if acc.behaviour == Behaviour::TamperedClient
-            && self.rng.chance(P_TAMPER_OUT_OF_TURN)
+            && self.rng.chance(acc.tamper_chance(P_TAMPER_OUT_OF_TURN))
         {
             // Well away from the turn change, while the opponent thinks.
             let delta = self.rng.range(1500, 5000);

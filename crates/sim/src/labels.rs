@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::SimOptions;
 use super::output::{FileRecord, MalformedLabel};
 use super::plan::{Arranged, FaultCode};
-use super::population::{Behaviour, GroupRole, Population};
+use super::population::{Behaviour, GroupRole, Lookalike, Population};
 use vigie_log::EventType;
 
 /// Schema tag of `labels.json`.
@@ -18,6 +18,9 @@ pub const SCHEMA: &str = "vigie-sim-labels/1";
 pub struct AccountLabel {
     pub account: String,
     pub behaviour: Behaviour,
+    /// Honest accounts built to look like cheaters: the look-alike class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookalike: Option<Lookalike>,
     /// Index in `groups`, for pairs and rings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<usize>,
@@ -39,6 +42,9 @@ pub struct GroupLabel {
     pub accounts: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// Honest groups (households, friends): the look-alike class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookalike: Option<Lookalike>,
     /// Games arranged for the group.
     pub games: u64,
 }
@@ -85,6 +91,9 @@ pub struct Summary {
     pub rejected_attempts: BTreeMap<String, u64>,
     pub faults_by_code: BTreeMap<String, u64>,
     pub behaviours: BTreeMap<String, u64>,
+    /// Honest look-alike accounts per class (none unless asked for).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lookalikes: BTreeMap<String, u64>,
     pub arranged_games: BTreeMap<String, u64>,
 }
 
@@ -116,6 +125,7 @@ pub fn population_labels(
         .map(|a| AccountLabel {
             account: a.id.clone(),
             behaviour: a.behaviour,
+            lookalike: a.lookalike,
             group: a.group,
             role: a.role,
             skill: (a.skill * 100.0).round() / 100.0,
@@ -138,6 +148,7 @@ pub fn population_labels(
                 .map(|&i| pop.accounts[i].id.clone())
                 .collect(),
             device: g.device.clone(),
+            lookalike: g.lookalike,
             games: group_games.get(id).copied().unwrap_or(0),
         })
         .collect();
@@ -169,6 +180,9 @@ pub fn readme(labels: &Labels<'_>) -> String {
     };
     section("games by kind", &s.games_by_kind, &mut out);
     section("behaviours (accounts)", &s.behaviours, &mut out);
+    if !s.lookalikes.is_empty() {
+        section("honest look-alikes (accounts)", &s.lookalikes, &mut out);
+    }
     section("arranged games", &s.arranged_games, &mut out);
     section("injected faults", &s.faults_by_code, &mut out);
     section("event types", &s.event_types, &mut out);

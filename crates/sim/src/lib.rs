@@ -37,7 +37,7 @@ use serde::Serialize;
 use labels::{ArrangedGame, FaultEntry, Labels, Summary};
 use output::Output;
 use plan::{Arranged, DAY_MS, GameKind, GameSpec, Planner, stream};
-use population::{Behaviour, BehaviourCounts, Population};
+use population::{Behaviour, BehaviourCounts, Population, Style};
 use record::GameOutput;
 use rng::Rng;
 
@@ -70,6 +70,12 @@ pub struct SimOptions {
     /// whatever the derivation gives (each such roll is labelled `wrong_die`). 0 (the default) is
     /// fair; 0.01 makes six come up 17.5 % of the time instead of 16.7 % (1/6 + 5/6 × 0.01).
     pub six_bias: f64,
+    /// How subtle the cheaters are: 0 (the default) blatant, 1 subtle ([`population::Style`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub subtlety: f64,
+    /// Share of the honest accounts that look like cheaters (default 0; [`population::Lookalike`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lookalikes: f64,
     /// Worker threads (0: one per core). Never changes the output.
     #[serde(skip)]
     pub threads: u32,
@@ -90,6 +96,8 @@ impl Default for SimOptions {
             gzip_level: 1,
             coverage: false,
             six_bias: 0.0,
+            subtlety: 0.0,
+            lookalikes: 0.0,
             threads: 0,
         }
     }
@@ -112,7 +120,17 @@ impl SimOptions {
             gzip_level: 6,
             coverage: true,
             six_bias: 0.0,
+            subtlety: 0.0,
+            lookalikes: 0.0,
             threads: 0,
+        }
+    }
+
+    /// The style of the population: how subtle its cheaters are, how many honest look-alikes.
+    pub fn style(&self) -> Style {
+        Style {
+            subtlety: self.subtlety,
+            lookalikes: self.lookalikes,
         }
     }
 
@@ -156,6 +174,15 @@ impl SimOptions {
         }
         if !(0.0..=1.0).contains(&self.six_bias) {
             return bad(format!("six bias must be in [0, 1], got {}", self.six_bias));
+        }
+        if !(0.0..=1.0).contains(&self.subtlety) {
+            return bad(format!("subtlety must be in [0, 1], got {}", self.subtlety));
+        }
+        if !(0.0..=0.5).contains(&self.lookalikes) {
+            return bad(format!(
+                "look-alike share must be in [0, 0.5], got {}",
+                self.lookalikes
+            ));
         }
         if self.gzip_level > 9 {
             return bad(format!("gzip level must be 0-9, got {}", self.gzip_level));
@@ -253,7 +280,7 @@ pub fn honest_games(
     opts.validate()?;
     let counts = BehaviourCounts::for_population(opts.accounts as usize, 0.0);
     let mut prng = Rng::derive(opts.seed, stream::POPULATION, 0);
-    let pop = Population::generate(&mut prng, opts.accounts as usize, counts);
+    let pop = Population::generate(&mut prng, opts.accounts as usize, counts, Style::default());
     for spec in Planner::new(&opts, &pop, opts.window_start()?) {
         if !keep(spec.kind) {
             continue;
@@ -349,7 +376,10 @@ fn spec_info(spec: &GameSpec, pop: &Population) -> SpecInfo {
         .loser
         .and_then(|(seat, _, _)| accounts.get(seat).cloned());
     let group = match spec.scenario.arranged {
-        Arranged::ChipDumping | Arranged::WinTrading | Arranged::SharedDevice => spec
+        Arranged::ChipDumping
+        | Arranged::WinTrading
+        | Arranged::SharedDevice
+        | Arranged::HonestGroup => spec
             .players
             .first()
             .and_then(|p| pop.accounts[p.account].group),
@@ -381,7 +411,7 @@ pub fn simulate(
     })?;
     let counts = BehaviourCounts::for_population(opts.accounts as usize, opts.behaviour_rate);
     let mut prng = Rng::derive(opts.seed, stream::POPULATION, 0);
-    let pop = Population::generate(&mut prng, opts.accounts as usize, counts);
+    let pop = Population::generate(&mut prng, opts.accounts as usize, counts, opts.style());
     let mut output = Output::new(
         out,
         window_start,
@@ -464,6 +494,16 @@ pub fn simulate(
             .behaviours
             .insert(b.as_str().to_string(), pop.count(b) as u64);
     }
+    for l in population::Lookalike::ALL {
+        let n = pop
+            .accounts
+            .iter()
+            .filter(|a| a.lookalike == Some(l))
+            .count() as u64;
+        if n > 0 {
+            summary.lookalikes.insert(l.as_str().to_string(), n);
+        }
+    }
     let last_day = vigie_log::syntax::date_of(window_end - 1);
     let faults_count = tally.faults.len() as u64;
     let by_kind = summary.games_by_kind.clone();
@@ -509,4 +549,8 @@ pub fn simulate(
         labels: labels_path,
         by_kind,
     })
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }

@@ -280,7 +280,8 @@ impl Sim<'_> {
                 }
             }
             let losing = self.losing(p);
-            if acc.behaviour == Behaviour::RageQuit && losing && self.rng.chance(0.3) {
+            let acts = acc.acts_in(self.spec.rng_seed);
+            if acc.behaviour == Behaviour::RageQuit && losing && acts && self.rng.chance(0.3) {
                 let reason = if self.rng.chance(0.7) {
                     LeftReason::PageClosed
                 } else {
@@ -289,10 +290,12 @@ impl Sim<'_> {
                 self.leave(p, reason)?;
                 return Ok(true);
             }
-            if acc.behaviour == Behaviour::Sitter && losing && self.rng.chance(0.4) {
+            if acc.behaviour == Behaviour::Sitter && losing && acts && self.rng.chance(0.4) {
                 self.sitting[p] = true;
             }
-            if self.rng.chance(P_DISCONNECT) {
+            if self.rng.chance(P_DISCONNECT)
+                || (acc.disconnect_rate > 0.0 && self.rng.chance(acc.disconnect_rate))
+            {
                 self.leave(p, LeftReason::Disconnected)?;
                 return Ok(true);
             }
@@ -407,7 +410,9 @@ impl Sim<'_> {
             if q != p
                 && self.game.status(q) == Some(PlayerStatus::Playing)
                 && self.accs[q].behaviour == Behaviour::TamperedClient
-                && self.rng.chance(P_TAMPER_OUT_OF_TURN)
+                && self
+                    .rng
+                    .chance(self.accs[q].tamper_chance(P_TAMPER_OUT_OF_TURN))
             {
                 let delta = self.rng.range(1500, 4000);
                 let ts = self.at(delta);
@@ -421,7 +426,9 @@ impl Sim<'_> {
                 );
             }
         }
-        if self.accs[p].behaviour == Behaviour::TamperedClient && self.rng.chance(P_TAMPER) {
+        if self.accs[p].behaviour == Behaviour::TamperedClient
+            && self.rng.chance(self.accs[p].tamper_chance(P_TAMPER))
+        {
             self.tampered_attempt(p, value);
         }
         let fault_turn =
@@ -469,7 +476,10 @@ impl Sim<'_> {
             Load::Choice(legal.len() * 2)
         };
         let losing = self.losing(p);
-        let mut think = self.clock.think(&mut self.rng, self.accs[p], load, losing);
+        let stalling = losing && self.accs[p].acts_in(self.spec.rng_seed);
+        let mut think = self
+            .clock
+            .think(&mut self.rng, self.accs[p], load, stalling);
         let floor = self.rec.last_ts() - self.turn_start + self.rng.range(40, 250);
         think = think.max(floor);
         if late {

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::SimOptions;
-use super::population::{Behaviour, Population};
+use super::population::{Behaviour, Lookalike, Population};
 use super::rng::{Rng, mix};
 use vigie_log::{Kind, LeftReason, Mode};
 use vigie_rules::fairness;
@@ -247,6 +247,8 @@ pub enum Arranged {
     WinTrading,
     /// Two members of a shared-device ring.
     SharedDevice,
+    /// Two members of an honest household or pair of friends (look-alikes), playing normally.
+    HonestGroup,
     /// Scripted by the coverage preset.
     Coverage,
 }
@@ -259,6 +261,7 @@ impl Arranged {
             Arranged::ChipDumping => "chip_dumping",
             Arranged::WinTrading => "win_trading",
             Arranged::SharedDevice => "shared_device",
+            Arranged::HonestGroup => "honest_group",
             Arranged::Coverage => "coverage",
         }
     }
@@ -476,11 +479,17 @@ impl<'a> Planner<'a> {
         // Games of pairs and rings, on random slots (at most half of the day).
         let mut specials = Vec::new();
         let boost = if self.opts.coverage { 2.0 } else { 1.0 };
+        let subtlety = self.opts.subtlety.clamp(0.0, 1.0);
         for (g, group) in self.pop.groups.iter().enumerate() {
             let lambda = boost
                 * match group.behaviour {
                     Behaviour::ChipDumping => 3.0,
                     Behaviour::WinTrading => 4.0,
+                    // Subtle rings rarely meet two by two.
+                    Behaviour::SharedDevice => 4.0 * (1.0 - 0.8 * subtlety),
+                    // Friends play each other often; a household now and then.
+                    Behaviour::Honest if group.lookalike == Some(Lookalike::Friends) => 3.0,
+                    Behaviour::Honest => 1.0,
                     _ => 4.0,
                 };
             for _ in 0..self.rng.poisson(lambda) {
@@ -588,7 +597,10 @@ impl<'a> Planner<'a> {
             match behaviour {
                 Behaviour::ChipDumping => {
                     let kind = self.pick_kind(&TWO_PLAYER);
-                    stake_table = &DUMP_STAKES;
+                    // A subtle dumper resigns after several moves at ordinary stakes.
+                    let s = self.opts.subtlety;
+                    let subtle = s > 0.0 && self.rng.chance(s);
+                    stake_table = if subtle { &STAKES } else { &DUMP_STAKES };
                     // members[0] is the dumper.
                     let dumper_first = self.rng.chance(0.5);
                     let accounts = if dumper_first {
@@ -597,7 +609,9 @@ impl<'a> Planner<'a> {
                         vec![members[1], members[0]]
                     };
                     let seat = if dumper_first { 0 } else { 1 };
-                    let how = if self.rng.chance(0.6) {
+                    let how = if subtle {
+                        LoseBy::Leave(LeftReason::Resigned)
+                    } else if self.rng.chance(0.6) {
                         LoseBy::Leave(
                             *self
                                 .rng
@@ -611,7 +625,11 @@ impl<'a> Planner<'a> {
                     } else {
                         LoseBy::Timeouts
                     };
-                    let after = self.rng.range(1, 6) as u32;
+                    let after = if subtle {
+                        self.rng.range(6, 20)
+                    } else {
+                        self.rng.range(1, 6)
+                    } as u32;
                     scenario = Scenario {
                         arranged: Arranged::ChipDumping,
                         loser: Some((seat, how, after)),
@@ -624,7 +642,13 @@ impl<'a> Planner<'a> {
                     rated = Some(true);
                     let k = self.trades[g];
                     self.trades[g] += 1;
-                    let loser_account = members[(k % 2) as usize];
+                    // Subtle traders do not alternate: the loser is drawn.
+                    let s = self.opts.subtlety;
+                    let loser_account = if s > 0.0 && self.rng.chance(s) {
+                        members[self.rng.index(2)]
+                    } else {
+                        members[(k % 2) as usize]
+                    };
                     let mut accounts = vec![members[0], members[1]];
                     if self.rng.chance(0.5) {
                         accounts.swap(0, 1);
@@ -648,8 +672,13 @@ impl<'a> Planner<'a> {
                     let mut pool = members;
                     self.rng.shuffle(&mut pool);
                     pool.truncate(2);
+                    let arranged = if behaviour == Behaviour::Honest {
+                        Arranged::HonestGroup
+                    } else {
+                        Arranged::SharedDevice
+                    };
                     scenario = Scenario {
-                        arranged: Arranged::SharedDevice,
+                        arranged,
                         ..Scenario::random()
                     };
                     (kind, pool)
@@ -890,6 +919,7 @@ mod tests {
             &mut rng,
             120,
             BehaviourCounts::for_population(120, o.behaviour_rate),
+            crate::population::Style::default(),
         );
         let specs: Vec<GameSpec> = Planner::new(&o, &pop, 0).collect();
         assert_eq!(specs.len(), 600);

@@ -60,6 +60,55 @@ impl Behaviour {
     }
 }
 
+/// Honest accounts that look like cheaters to a careless rule (the ground truth stays `honest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lookalike {
+    /// Quick and steady: a fast pace and a narrow spread of think times (like a bot).
+    QuickSteady,
+    /// Drops out of games at random moments, losing or not (like a rage-quitter or a sitter).
+    BadConnection,
+    /// One of a household: several accounts behind one ip, who sometimes play each other (like a ring).
+    Household,
+    /// One of two friends who play each other often, with ordinary results (like win traders).
+    Friends,
+}
+
+impl Lookalike {
+    /// Every look-alike class, in label order.
+    pub const ALL: [Lookalike; 4] = [
+        Lookalike::QuickSteady,
+        Lookalike::BadConnection,
+        Lookalike::Household,
+        Lookalike::Friends,
+    ];
+
+    /// The label text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lookalike::QuickSteady => "quick_steady",
+            Lookalike::BadConnection => "bad_connection",
+            Lookalike::Household => "household",
+            Lookalike::Friends => "friends",
+        }
+    }
+}
+
+/// How subtle the cheaters are, and how many honest accounts look like them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Style {
+    /// 0 (the default): blatant cheaters; 1: subtle ones. In between, every knob moves linearly:
+    /// tampered clients try an illegal move on 12 % of their turns at 0 and on 1-4 % at 1;
+    /// rage-quitters, sitters and stallers act in every losing game at 0 and in a fifth at 1; bots add a
+    /// human-looking pause to no move at 0 and to one move in ten at 1; chip dumpers leave early at
+    /// high stakes at 0, and at 1 resign after several moves at ordinary stakes; win traders
+    /// alternate strictly at 0 and pick the loser at random at 1; ring members meet four times a
+    /// day at 0 and a fifth as often at 1.
+    pub subtlety: f64,
+    /// Share of the honest accounts that are look-alikes, spread over the [`Lookalike`] classes.
+    pub lookalikes: f64,
+}
+
 /// A member's role in its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -72,6 +121,8 @@ pub enum GroupRole {
     Trader,
     /// Shared-device ring member.
     Member,
+    /// An honest household or pair of friends (look-alikes).
+    Honest,
 }
 
 /// An account.
@@ -99,6 +150,40 @@ pub struct Account {
     pub role: Option<GroupRole>,
     /// Bots: mean and standard deviation of the think time (ms).
     pub bot_timing: Option<(f64, f64)>,
+    /// Bots: chance per move of a human-looking pause (0 for blatant bots).
+    pub bot_pause: f64,
+    /// Rage-quitters, sitters and stallers: share of losing games in which they act (1 for blatant ones).
+    pub act_share: f64,
+    /// Tampered clients: their chance per turn of an illegal attempt, as a multiple of the game
+    /// kind's blatant rate (1 for blatant ones).
+    pub tamper_scale: f64,
+    /// A personal log-space spread of think times (`None`: the game kind's).
+    pub sigma: Option<f64>,
+    /// Extra chance per turn of dropping out (a bad connection; 0 for most).
+    pub disconnect_rate: f64,
+    /// The honest look-alike class, if any.
+    pub lookalike: Option<Lookalike>,
+}
+
+impl Account {
+    /// Whether this rage-quitter, sitter or staller acts in the game of RNG seed `game_seed` when
+    /// losing there: always for blatant ones, in a share [`Account::act_share`] of games for
+    /// subtle ones. A hash of the game and the account, so the game's own draws are not disturbed.
+    pub fn acts_in(&self, game_seed: u64) -> bool {
+        if self.act_share >= 1.0 {
+            return true;
+        }
+        let mut h = game_seed ^ 0x9e37_79b9_7f4a_7c15;
+        for b in self.id.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Rng::new(h).chance(self.act_share)
+    }
+
+    /// This account's chance per turn of a tampered attempt where a blatant client's is `blatant`.
+    pub fn tamper_chance(&self, blatant: f64) -> f64 {
+        blatant * self.tamper_scale
+    }
 }
 
 /// A pair or ring of accounts acting together.
@@ -112,6 +197,9 @@ pub struct Group {
     /// The shared device of a ring.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// Honest groups: the look-alike class (household, friends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookalike: Option<Lookalike>,
 }
 
 /// All accounts.
@@ -169,8 +257,10 @@ fn hash_token(rng: &mut Rng, prefix: &str) -> String {
 }
 
 impl Population {
-    /// Builds `n` accounts with behaviours from `counts`, deterministically from `rng`.
-    pub fn generate(rng: &mut Rng, n: usize, counts: BehaviourCounts) -> Population {
+    /// Builds `n` accounts with behaviours from `counts` in `style`, deterministically from `rng`.
+    /// The blatant style without look-alikes (the default) draws exactly what it drew before the
+    /// style existed, so its output is unchanged.
+    pub fn generate(rng: &mut Rng, n: usize, counts: BehaviourCounts, style: Style) -> Population {
         // Distinct account numbers, 5 digits while they fit.
         let (lo, hi) = if n <= 45_000 {
             (10_000u64, 99_999u64)
@@ -205,6 +295,12 @@ impl Population {
                     group: None,
                     role: None,
                     bot_timing: None,
+                    bot_pause: 0.0,
+                    act_share: 1.0,
+                    tamper_scale: 1.0,
+                    sigma: None,
+                    disconnect_rate: 0.0,
+                    lookalike: None,
                 }
             })
             .collect();
@@ -243,6 +339,7 @@ impl Population {
                     behaviour,
                     members: vec![x, y],
                     device: None,
+                    lookalike: None,
                 });
                 for (k, &i) in [x, y].iter().enumerate() {
                     let a = &mut accounts[i];
@@ -282,7 +379,76 @@ impl Population {
                 behaviour: Behaviour::SharedDevice,
                 members,
                 device: Some(device),
+                lookalike: None,
             });
+        }
+        let s = style.subtlety.clamp(0.0, 1.0);
+        if s > 0.0 {
+            let lerp = |blatant: f64, subtle: f64| blatant + (subtle - blatant) * s;
+            for a in &mut accounts {
+                match a.behaviour {
+                    Behaviour::TamperedClient => {
+                        // 1-4 % of turns where the blatant rate is 12 % (Ludo's).
+                        let subtle = rng.uniform(0.01, 0.04) / 0.12;
+                        a.tamper_scale = lerp(1.0, subtle);
+                    }
+                    Behaviour::RageQuit | Behaviour::Sitter | Behaviour::Staller => {
+                        a.act_share = lerp(1.0, 0.2);
+                    }
+                    Behaviour::Bot => a.bot_pause = lerp(0.0, 0.1),
+                    _ => {}
+                }
+            }
+        }
+        if style.lookalikes > 0.0 {
+            let per_class =
+                ((free.len() as f64 * style.lookalikes.clamp(0.0, 1.0)) / 4.0).round() as usize;
+            for class in Lookalike::ALL {
+                let mut placed = 0;
+                while placed < per_class {
+                    let size = match class {
+                        Lookalike::QuickSteady | Lookalike::BadConnection => 1,
+                        Lookalike::Friends => 2,
+                        Lookalike::Household => rng.range(2, 4) as usize,
+                    };
+                    if free.len() < size {
+                        break;
+                    }
+                    let members: Vec<usize> = (0..size).filter_map(|_| take(&mut free)).collect();
+                    placed += size;
+                    let shared_ip = hash_token(rng, "ip");
+                    let g = groups.len();
+                    for &i in &members {
+                        let a = &mut accounts[i];
+                        a.lookalike = Some(class);
+                        match class {
+                            Lookalike::QuickSteady => {
+                                a.pace = rng.uniform(0.45, 0.7);
+                                a.sigma = Some(rng.uniform(0.15, 0.25));
+                                a.activity = a.activity.max(1.0) * 2.0;
+                            }
+                            Lookalike::BadConnection => {
+                                a.disconnect_rate = rng.uniform(0.004, 0.012);
+                                a.activity = a.activity.max(1.0) * 2.0;
+                            }
+                            Lookalike::Household => a.ip = shared_ip.clone(),
+                            Lookalike::Friends => {}
+                        }
+                        if size > 1 {
+                            a.group = Some(g);
+                            a.role = Some(GroupRole::Honest);
+                        }
+                    }
+                    if size > 1 {
+                        groups.push(Group {
+                            behaviour: Behaviour::Honest,
+                            members,
+                            device: None,
+                            lookalike: Some(class),
+                        });
+                    }
+                }
+            }
         }
         let mut cumulative = Vec::with_capacity(n);
         let mut acc = 0.0;
@@ -319,7 +485,7 @@ mod tests {
     fn behaviours_are_assigned_and_ids_unique() {
         let mut rng = Rng::new(5);
         let counts = BehaviourCounts::for_population(200, 0.01);
-        let pop = Population::generate(&mut rng, 200, counts);
+        let pop = Population::generate(&mut rng, 200, counts, Style::default());
         let ids: BTreeSet<&str> = pop.accounts.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids.len(), 200);
         for b in [Behaviour::TamperedClient, Behaviour::Bot, Behaviour::Sitter] {
@@ -340,5 +506,88 @@ mod tests {
         for a in &pop.accounts {
             assert!(vigie_log::syntax::is_token(&a.id) && a.ip.len() == 11 && a.device.len() == 11);
         }
+    }
+
+    #[test]
+    fn subtle_style_sets_the_knobs_and_labels_lookalikes() {
+        let counts = BehaviourCounts::for_population(400, 0.01);
+        let blatant = Population::generate(&mut Rng::new(9), 400, counts, Style::default());
+        assert!(blatant.accounts.iter().all(|a| a.lookalike.is_none()
+            && a.act_share == 1.0
+            && a.tamper_scale == 1.0
+            && a.bot_pause == 0.0));
+        let style = Style {
+            subtlety: 1.0,
+            lookalikes: 0.1,
+        };
+        let subtle = Population::generate(&mut Rng::new(9), 400, counts, style);
+        // The same accounts have the same behaviours: only the knobs differ.
+        for (a, b) in blatant.accounts.iter().zip(&subtle.accounts) {
+            assert_eq!((&a.id, a.behaviour), (&b.id, b.behaviour));
+        }
+        for a in &subtle.accounts {
+            match a.behaviour {
+                Behaviour::TamperedClient => {
+                    let rate = a.tamper_chance(0.12);
+                    assert!((0.01..=0.04).contains(&rate), "{rate}");
+                }
+                Behaviour::RageQuit | Behaviour::Sitter | Behaviour::Staller => {
+                    assert!((a.act_share - 0.2).abs() < 1e-12)
+                }
+                Behaviour::Bot => assert!((a.bot_pause - 0.1).abs() < 1e-12),
+                _ => {}
+            }
+        }
+        for l in Lookalike::ALL {
+            let n = subtle
+                .accounts
+                .iter()
+                .filter(|a| a.lookalike == Some(l))
+                .count();
+            assert!(n >= 8, "{l:?}: {n}");
+            assert!(
+                subtle
+                    .accounts
+                    .iter()
+                    .filter(|a| a.lookalike == Some(l))
+                    .all(|a| a.behaviour == Behaviour::Honest)
+            );
+        }
+        // A household shares one ip; friends and households are honest groups.
+        let household = subtle
+            .groups
+            .iter()
+            .find(|g| g.lookalike == Some(Lookalike::Household));
+        let Some(household) = household else {
+            panic!("no household")
+        };
+        let ips: BTreeSet<&str> = household
+            .members
+            .iter()
+            .map(|&i| subtle.accounts[i].ip.as_str())
+            .collect();
+        assert_eq!(ips.len(), 1);
+        assert_eq!(household.behaviour, Behaviour::Honest);
+    }
+
+    #[test]
+    fn a_subtle_quitter_acts_in_about_its_share_of_games() {
+        let counts = BehaviourCounts::for_population(100, 0.02);
+        let style = Style {
+            subtlety: 1.0,
+            lookalikes: 0.0,
+        };
+        let pop = Population::generate(&mut Rng::new(4), 100, counts, style);
+        let Some(q) = pop
+            .accounts
+            .iter()
+            .find(|a| a.behaviour == Behaviour::RageQuit)
+        else {
+            panic!("no rage-quitter")
+        };
+        let acting = (0..10_000u64).filter(|g| q.acts_in(g * 7919)).count();
+        assert!((1_700..=2_300).contains(&acting), "{acting}");
+        // The same game always gives the same answer.
+        assert_eq!(q.acts_in(42), q.acts_in(42));
     }
 }

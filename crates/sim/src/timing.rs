@@ -38,6 +38,11 @@ impl Clockwork {
             return self.limit_ms - rng.range(250, 2500);
         }
         if let Some((mean, sd)) = acc.bot_timing {
+            // A subtle bot adds a human-looking pause now and then.
+            if acc.bot_pause > 0.0 && rng.chance(acc.bot_pause) {
+                let t = rng.lognormal(self.median_ms * 1.6, 0.5);
+                return (t.round() as i64).clamp(MIN_THINK_MS, self.honest_max());
+            }
             let t = mean * self.median_ms / 3000.0 + sd * rng.normal();
             return (t.round() as i64).clamp(MIN_THINK_MS, self.honest_max());
         }
@@ -46,7 +51,7 @@ impl Clockwork {
             Load::Choice(n) => 0.55 + 0.06 * (n.min(16) as f64),
         };
         let median = self.median_ms * acc.pace * factor;
-        let t = rng.lognormal(median, self.sigma);
+        let t = rng.lognormal(median, acc.sigma.unwrap_or(self.sigma));
         (t.round() as i64).clamp(MIN_THINK_MS, self.honest_max())
     }
 
@@ -69,12 +74,17 @@ impl Clockwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::population::{BehaviourCounts, Population};
+    use crate::population::{BehaviourCounts, Population, Style};
 
     #[test]
     fn honest_times_stay_inside_the_clock() {
         let mut rng = Rng::new(11);
-        let pop = Population::generate(&mut rng, 60, BehaviourCounts::for_population(60, 0.05));
+        let pop = Population::generate(
+            &mut rng,
+            60,
+            BehaviourCounts::for_population(60, 0.05),
+            Style::default(),
+        );
         let c = Clockwork {
             median_ms: 4500.0,
             sigma: 0.6,
@@ -98,7 +108,12 @@ mod tests {
     #[test]
     fn bots_are_regular() {
         let mut rng = Rng::new(2);
-        let pop = Population::generate(&mut rng, 60, BehaviourCounts::for_population(60, 0.05));
+        let pop = Population::generate(
+            &mut rng,
+            60,
+            BehaviourCounts::for_population(60, 0.05),
+            Style::default(),
+        );
         let Some(bot) = pop.accounts.iter().find(|a| a.behaviour == Behaviour::Bot) else {
             panic!("no bot")
         };

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use vigie::log::{Body, RejectReason};
 
-use crate::sim::common::{Run, clean, faulty};
+use crate::sim::common::{Run, clean, faulty, subtle};
 use crate::sim::replay_adapter::{AttemptInfo, replay};
 
 fn attempts(run: &Run) -> Vec<AttemptInfo> {
@@ -306,4 +306,82 @@ fn sitters_and_rage_quitters_show_up() {
         per(&left, "rage_quit") > 5.0 * per(&left, "honest"),
         "{left:?}"
     );
+}
+
+/// The subtle setting: win traders no longer alternate strictly, chip dumpers resign after several
+/// moves at ordinary stakes, and honest look-alikes are labelled (households share one ip).
+#[test]
+fn subtle_cheaters_and_lookalikes_are_labelled() {
+    let run = subtle();
+    let games = run.games();
+    let mut repeats = 0;
+    let mut by_pair: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    for a in arranged(run, "win_trading") {
+        let mut pair: Vec<String> = a["accounts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect();
+        pair.sort();
+        by_pair
+            .entry(pair)
+            .or_default()
+            .push(a["loser"].as_str().unwrap_or("").to_string());
+    }
+    for losers in by_pair.values() {
+        repeats += losers.windows(2).filter(|w| w[0] == w[1]).count();
+    }
+    assert!(repeats > 0, "subtle traders still alternate: {by_pair:?}");
+    let dumps = arranged(run, "chip_dumping");
+    assert!(!dumps.is_empty());
+    let mut small = 0;
+    for a in &dumps {
+        let g = &games[a["game"].as_str().unwrap_or("")];
+        let Body::GameStarted(s) = &g.lines[0].1.body else {
+            panic!()
+        };
+        // Ordinary stakes (at most 500, mostly under 200), not the blatant 200-1000.
+        assert!(s.stake <= 500, "{}: stake {}", g.id, s.stake);
+        small += usize::from(s.stake < 200);
+        let loser = a["loser"].as_str().unwrap_or("");
+        let resigned = g.lines.iter().any(|(_, e)| {
+            matches!(&e.body, Body::Left(l) if l.player == loser && l.reason == vigie::log::LeftReason::Resigned)
+        });
+        assert!(resigned, "{}: the dumper does not resign", g.id);
+    }
+    assert!(
+        small * 2 > dumps.len(),
+        "{small} of {} under 200",
+        dumps.len()
+    );
+    let accounts = run.labels["accounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for class in ["quick_steady", "bad_connection", "household", "friends"] {
+        let n = accounts
+            .iter()
+            .filter(|a| a["lookalike"] == class && a["behaviour"] == "honest")
+            .count();
+        assert!(n >= 5, "{class}: {n}");
+    }
+    let households: Vec<&serde_json::Value> = run.labels["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["lookalike"] == "household")
+        .collect();
+    assert!(!households.is_empty());
+    for h in households {
+        let ips: std::collections::BTreeSet<String> = h["accounts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|acc| accounts.iter().find(|a| a["account"] == *acc))
+            .filter_map(|a| a["ips"][0].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(ips.len(), 1, "{h}");
+    }
+    assert_eq!(run.labels["options"]["subtlety"], 1.0);
 }

@@ -179,6 +179,24 @@ pub fn sample() -> &'static Run {
     RUN.get_or_init(|| run_into(&SimOptions::sample(), &scratch("sample")))
 }
 
+/// A run at the subtle setting with honest look-alikes.
+pub fn subtle() -> &'static Run {
+    static RUN: OnceLock<Run> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let opts = SimOptions {
+            seed: 78,
+            days: 4,
+            games_per_day: 600,
+            accounts: 300,
+            behaviour_rate: 0.02,
+            subtlety: 1.0,
+            lookalikes: 0.2,
+            ..SimOptions::default()
+        };
+        run_into(&opts, &scratch("subtle"))
+    })
+}
+
 /// A larger run with many faults of every code and some malformed lines.
 pub fn faulty() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();

@@ -119,3 +119,26 @@ fn invalid_options_are_typed_errors() {
         );
     }
 }
+
+/// The committed sample (`data/sample`, the logs the lake tests ingest) is what the simulator writes
+/// today: the subtlety knob and the look-alikes, at their defaults, draw nothing new.
+#[test]
+fn the_committed_sample_logs_are_reproduced() {
+    let (_dir, files) = run(&SimOptions::sample());
+    let committed = raw_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample"));
+    let logs = |v: &[(String, Vec<u8>)]| -> Vec<(String, Vec<u8>)> {
+        v.iter()
+            .filter(|(p, _)| p.starts_with("srv-"))
+            .cloned()
+            .collect()
+    };
+    let (now, then) = (logs(&files), logs(&committed));
+    assert!(!then.is_empty());
+    assert_eq!(
+        now.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        then.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for ((p, a), (_, b)) in now.iter().zip(&then) {
+        assert!(a == b, "{p} differs from data/sample");
+    }
+}
