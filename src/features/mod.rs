@@ -155,6 +155,16 @@ pub fn account_table() -> TableDef {
                 Int64,
                 "Games left while losing without resigning (page closed or disconnected).",
             ),
+            col_def(
+                "abandons",
+                Int64,
+                "Games left without resigning (page closed or disconnected), losing or not.",
+            ),
+            col_def(
+                "gave_up_even",
+                Int64,
+                "Games given up (left, or timed out for good) while not behind (balance 0 or more).",
+            ),
             col_def("timeouts", Int64, "Timeouts."),
             col_def("timeouts_losing", Int64, "Timeouts while losing."),
             col_def(
@@ -193,6 +203,17 @@ pub fn account_table() -> TableDef {
                 Float64,
                 "Median over games of each game's median coefficient of variation over windows of 14 consecutive moves.",
             ),
+            col_def(
+                "think_median_ms",
+                Float64,
+                "Median over games of each game's median think time.",
+            ),
+            col_def(
+                "think_spread",
+                Float64,
+                "Median, over games with 10 timed moves or more, of the median absolute deviation of the game's think times divided by their median: a spread that pauses now and then do not move (people about 0.3-0.6, programs under 0.1).",
+            ),
+            col_def("spread_games", Int64, "Games that think_spread rests on."),
             col_def("instant_share", Float64, "Share of moves under 250 ms."),
             col_def(
                 "forced_think_ms",
@@ -271,6 +292,16 @@ pub fn pair_table() -> TableDef {
                 "b_gave_up",
                 Int64,
                 "Games b lost to a by leaving or timing out.",
+            ),
+            col_def(
+                "a_gave_up_even",
+                Int64,
+                "Of a_gave_up, games a gave up while not behind (balance 0 or more).",
+            ),
+            col_def(
+                "b_gave_up_even",
+                Int64,
+                "Of b_gave_up, games b gave up while not behind.",
             ),
             col_def(
                 "result_switches",
@@ -365,6 +396,18 @@ fn tamper_kinds() -> Expr {
         .unwrap_or_else(|| lit(0i64))
 }
 
+/// Timed moves a game needs for its think-time spread to count in `think_spread`.
+const SPREAD_MIN_MOVES: i64 = 10;
+
+/// Whether a `game_players` row's think-time spread counts.
+fn spread_game() -> Expr {
+    col("timed_moves")
+        .gt_eq(lit(SPREAD_MIN_MOVES))
+        .and(col("think_median_ms").gt(lit(0.0)))
+        .and(col("think_mad_ms").is_not_null())
+        .fill_null(lit(false))
+}
+
 /// Features of one window for every account with activity in it.
 fn account_window(
     players: &LazyFrame,
@@ -437,6 +480,13 @@ fn account_window(
         pooled_cv().alias("think_cv"),
         col("think_cv").median().alias("think_cv_game"),
         col("think_cv14").median().alias("think_cv14"),
+        col("think_median_ms").median().alias("think_median_ms"),
+        (col("think_mad_ms") / col("think_median_ms"))
+            .filter(spread_game())
+            .median()
+            .alias("think_spread"),
+        count_if(spread_game()).alias("spread_games"),
+        count_if(col("quit_balance").gt_eq(lit(0.0)).fill_null(lit(false))).alias("gave_up_even"),
         ratio(col("instant_moves").sum(), col("timed_moves").sum()).alias("instant_share"),
         ratio(col("forced_think_ms").sum(), col("forced_moves").sum()).alias("forced_think_ms"),
         col("losing_moves").sum().alias("moves_losing"),
@@ -456,6 +506,12 @@ fn account_window(
                 .and(col("reason").neq(lit("resigned"))),
         )
         .alias("abandons_losing"),
+        count_if(
+            col("event")
+                .eq(lit("left"))
+                .and(col("reason").neq(lit("resigned"))),
+        )
+        .alias("abandons"),
         count_if(col("event").eq(lit("timeout"))).alias("timeouts"),
         count_if(col("event").eq(lit("timeout")).and(losing.clone())).alias("timeouts_losing"),
         count_if(col("event").eq(lit("timeout")).and(col("decisive"))).alias("decisive_timeouts"),
@@ -521,7 +577,7 @@ fn two_player_hashes(players: &LazyFrame) -> LazyFrame {
 }
 
 /// The `game_players` columns [`pair_window`] reads.
-const PAIR_INPUTS: [&str; 14] = [
+const PAIR_INPUTS: [&str; 15] = [
     "game",
     "account",
     "opponent",
@@ -536,6 +592,7 @@ const PAIR_INPUTS: [&str; 14] = [
     "timeouts",
     "device",
     "ip",
+    "quit_balance",
 ];
 
 /// Pair features of one window: two-player games between the same accounts.
@@ -586,7 +643,14 @@ fn pair_window(
                 .eq(lit("loss"))
                 .and(col("left").or(col("timeouts").gt(lit(0)))),
         )
-        .select([col("game"), col("account").alias("quitter")]);
+        .select([
+            col("game"),
+            col("account").alias("quitter"),
+            col("quit_balance")
+                .gt_eq(lit(0.0))
+                .fill_null(lit(false))
+                .alias("quit_even"),
+        ]);
     let a_side = a_side
         .join(
             gave_up_by,
@@ -629,6 +693,8 @@ fn pair_window(
         count_if(col("outcome").eq(lit("win")).and(col("quick"))).alias("b_quick_losses"),
         count_if(col("quitter").eq(col("a"))).alias("a_gave_up"),
         count_if(col("quitter").eq(col("b"))).alias("b_gave_up"),
+        count_if(col("quitter").eq(col("a")).and(col("quit_even"))).alias("a_gave_up_even"),
+        count_if(col("quitter").eq(col("b")).and(col("quit_even"))).alias("b_gave_up_even"),
         col("stake").max().alias("max_stake"),
     ]);
     // Shared hashes: devices and ips each account used in the window.

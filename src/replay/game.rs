@@ -478,6 +478,13 @@ fn build(
                 slow_other_moves: f.slow_other_moves,
                 think_cv: f.think_cv,
                 think_cv14: f.think_cv14,
+                think_median_ms: f.think_median_ms,
+                think_mad_ms: f.think_mad_ms,
+                quit_balance: cx
+                    .departures
+                    .iter()
+                    .find(|d| d.player == p.account && d.decisive)
+                    .and_then(|d| d.balance),
             }
         })
         .collect();

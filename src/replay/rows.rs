@@ -226,6 +226,12 @@ row_table! {
         think_cv: Option<f64>,
         /// Median, over the windows of 14 consecutive timed moves of this game, of their coefficient of variation (null under 14).
         think_cv14: Option<f64>,
+        /// Median think time of the timed moves (ms; null without any): a pause or two does not move it.
+        think_median_ms: Option<f64>,
+        /// Median absolute deviation of those think times from their median (ms; null without any).
+        think_mad_ms: Option<f64>,
+        /// The player's balance (see moves.balance) when they gave the game up, by leaving or by a timeout that ended their part; null when they did not, or when it is unknown.
+        quit_balance: Option<f64>,
     }
 }
 
@@ -352,6 +358,8 @@ pub struct MoveFacts {
     pub slow_other_moves: i64,
     pub think_cv: Option<f64>,
     pub think_cv14: Option<f64>,
+    pub think_median_ms: Option<f64>,
+    pub think_mad_ms: Option<f64>,
 }
 
 /// Standard deviation (n - 1) over mean; `None` under two values or a zero mean.
@@ -427,6 +435,10 @@ impl MoveFacts {
         }
         f.think_cv = cv(&think);
         f.think_cv14 = median(think.windows(14).filter_map(cv).collect());
+        f.think_median_ms = median(think.clone());
+        f.think_mad_ms = f
+            .think_median_ms
+            .and_then(|m| median(think.iter().map(|t| (t - m).abs()).collect()));
         f
     }
 }
@@ -515,6 +527,11 @@ mod tests {
         let mut w: Vec<f64> = think.windows(14).filter_map(cv).collect();
         w.sort_by(f64::total_cmp);
         assert_eq!(f.think_cv14, Some(w[2]));
+        // Median 1750 (between 1700 and 1800); deviations' median 450, whatever the 100 and the 9000.
+        assert_eq!(
+            (f.think_median_ms, f.think_mad_ms),
+            (Some(1750.0), Some(450.0))
+        );
         // Another player's rows are not counted; under 14 moves there is no cv14.
         let b = MoveFacts::of(&moves, "b");
         assert_eq!(
