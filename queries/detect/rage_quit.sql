@@ -2,37 +2,64 @@
 -- title: Rage quits
 -- behaviour: rage_quit
 -- catches: accounts that abandon games they are losing (closing the page or disconnecting rather than
---   resigning), again and again.
--- why: abandoning a lost game leaves the opponent waiting and hides the loss; honest players resign, or
---   disconnect rarely and at random moments. Like lichess's playban, one abandon is noise; we flag a
---   pattern and only recommend review.
+--   resigning) far more often than they abandon games they are not losing, even if they do it in only
+--   some of their lost games.
+-- why: abandoning a lost game leaves the opponent waiting and hides the loss. A player on a bad
+--   connection drops out at random moments, losing or not; a rage-quitter drops out when losing. So
+--   the baseline is the account's own rate of abandons while not losing, per game not lost, shrunk
+--   towards the platform's such rate as if it had played prior_games more games at it (a few unlucky
+--   disconnections do not make a connection bad, many do), or the platform's abandons per lost game
+--   if higher. The rule flags a count of abandons while losing that chance at the baseline gives at
+--   most max_p (binomial), when the rate per lost game is also at least min_ratio times the baseline
+--   (a bad connection drops out somewhat more in lost games, which last longer; a rage-quitter many
+--   times more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend
+--   review.
 -- severity: medium
 -- action: review
--- param min_abandons = 3 : abandons while losing in 30 days (two can be bad luck with a connection)
--- param min_share = 0.3 : abandons while losing per game lost
--- How unusual: the platform's share of lost games abandoned (every account's 30d features), and the
--- chance that an account with that share abandons at least as many of its lost games (binomial).
-WITH base AS (
-    SELECT CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share
+-- param min_abandons = 4 : abandons while losing in 30 days
+-- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
+-- param min_ratio = 3 : the rate per lost game at least this many times the baseline
+-- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
+WITH f AS (
+    SELECT account, "window", games, losses, abandons_losing, coalesce(abandons, 0) AS abandons,
+           greatest(coalesce(abandons, 0) - abandons_losing, 0) AS abandons_other
     FROM account_features WHERE "window" = '30d'
+),
+base AS (
+    SELECT CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share,
+           -- Abandons while not losing per game not lost (a game abandoned is lost: counted back).
+           CAST(sum(abandons_other) AS DOUBLE)
+               / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate
+    FROM f
+),
+t AS (
+    SELECT f.*, b.share AS platform_abandon_share, b.other_rate AS platform_other_rate,
+           (f.abandons_other + ${prior_games} * b.other_rate)
+               / (greatest(f.games - f.losses, 0) + f.abandons_other + ${prior_games}) AS own_other_rate
+    FROM f CROSS JOIN base b
+    WHERE f.abandons_losing >= ${min_abandons}
+),
+tested AS (
+    SELECT *, greatest(platform_abandon_share, own_other_rate) AS baseline,
+           CAST(abandons_losing AS DOUBLE) / greatest(losses, abandons_losing) AS abandon_share,
+           binomial_at_least(abandons_losing, greatest(losses, abandons_losing),
+                             greatest(platform_abandon_share, own_other_rate)) AS p_value
+    FROM t
 )
-SELECT f.account, f."window",
-       CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) * 10.0 AS score,
-       f.abandons_losing, f.departures, f.departures_losing, f.losses, f.games,
-       CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) AS abandon_share,
-       b.share AS platform_abandon_share,
-       binomial_at_least(f.abandons_losing, greatest(f.losses, f.abandons_losing), b.share) AS p_value,
-       ${min_abandons} AS min__abandons_losing, ${min_share} AS min__abandon_share,
+SELECT x.account, x."window",
+       -log10(greatest(x.p_value, 1e-300)) AS score,
+       x.abandons_losing, x.abandons_other, x.losses, x.games, x.abandon_share,
+       x.platform_abandon_share, x.platform_other_rate, x.own_other_rate, x.baseline AS baseline_rate,
+       x.p_value, x.abandon_share / x.baseline AS ratio_to_baseline,
+       ${min_abandons} AS min__abandons_losing, ${max_p} AS max__p_value,
+       ${min_ratio} AS min__ratio_to_baseline,
        e.refs, e.first_seen, e.last_seen
-FROM account_features f
-CROSS JOIN base b
+FROM tested x
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
       AND ts >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
     GROUP BY player
-) e ON e.account = f.account
-WHERE f."window" = '30d'
-  AND f.abandons_losing >= ${min_abandons}
-  AND CAST(f.abandons_losing AS DOUBLE) / greatest(f.losses, 1) >= ${min_share}
+) e ON e.account = x.account
+WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline

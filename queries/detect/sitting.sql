@@ -1,36 +1,61 @@
 -- id: sitting
 -- title: Sitting out the clock when losing
 -- behaviour: sitter
--- catches: accounts that let the clock run out, until the game is lost, in games they are losing.
--- why: sitting wastes the opponent's time instead of resigning; honest timeouts are rare and happen
---   whatever the score. We count timeouts that decided the game while the player was behind.
+-- catches: accounts that let the clock run out, until the game is lost, in games they are losing, far
+--   more often than in games they are not losing, even if they do it in only some of their lost games.
+-- why: sitting wastes the opponent's time instead of resigning. Honest timeouts (a call, a dropped
+--   connection) happen whatever the score, so the baseline is the account's own rate of decisive
+--   timeouts while not losing, per game not lost, shrunk towards the platform's such rate as if it
+--   had played prior_games more games at it, or the platform's rate per lost game if higher; the rule
+--   flags a count that chance at the baseline gives at most max_p (binomial), when the rate per lost
+--   game is also at least min_ratio times the baseline.
 -- severity: medium
 -- action: review
--- param min_timeouts = 2 : decisive timeouts while losing in 30 days
--- param min_share = 0.3 : decisive timeouts while losing per game lost
--- How unusual: the platform's share of lost games decided by the loser's clock (every account's 30d
--- features), and the chance that an account with that share lets at least as many go (binomial).
-WITH base AS (
-    SELECT CAST(sum(decisive_timeouts_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share
+-- param min_timeouts = 3 : decisive timeouts while losing in 30 days
+-- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
+-- param min_ratio = 3 : the rate per lost game at least this many times the baseline
+-- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
+WITH f AS (
+    SELECT account, "window", games, losses, decisive_timeouts_losing, decisive_timeouts,
+           timeouts_losing, timeouts, timeout_elapsed_ms,
+           greatest(decisive_timeouts - decisive_timeouts_losing, 0) AS decisive_timeouts_other
     FROM account_features WHERE "window" = '30d'
+),
+base AS (
+    SELECT CAST(sum(decisive_timeouts_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share,
+           CAST(sum(decisive_timeouts_other) AS DOUBLE)
+               / greatest(sum(greatest(games - losses, 0) + decisive_timeouts_other), 1) AS other_rate
+    FROM f
+),
+t AS (
+    SELECT f.*, b.share AS platform_timeout_loss_share, b.other_rate AS platform_other_rate,
+           (f.decisive_timeouts_other + ${prior_games} * b.other_rate)
+               / (greatest(f.games - f.losses, 0) + f.decisive_timeouts_other + ${prior_games}) AS own_other_rate
+    FROM f CROSS JOIN base b
+    WHERE f.decisive_timeouts_losing >= ${min_timeouts}
+),
+tested AS (
+    SELECT *, greatest(platform_timeout_loss_share, own_other_rate) AS baseline,
+           CAST(decisive_timeouts_losing AS DOUBLE) / greatest(losses, decisive_timeouts_losing) AS timeout_loss_share,
+           binomial_at_least(decisive_timeouts_losing, greatest(losses, decisive_timeouts_losing),
+                             greatest(platform_timeout_loss_share, own_other_rate)) AS p_value
+    FROM t
 )
-SELECT f.account, f."window",
-       CAST(f.decisive_timeouts_losing AS DOUBLE) / greatest(f.losses, 1) * 10.0 AS score,
-       f.decisive_timeouts_losing, f.timeouts_losing, f.timeouts, f.losses, f.games, f.timeout_elapsed_ms,
-       CAST(f.decisive_timeouts_losing AS DOUBLE) / greatest(f.losses, 1) AS timeout_loss_share,
-       b.share AS platform_timeout_loss_share,
-       binomial_at_least(f.decisive_timeouts_losing, greatest(f.losses, f.decisive_timeouts_losing), b.share) AS p_value,
-       ${min_timeouts} AS min__decisive_timeouts_losing, ${min_share} AS min__timeout_loss_share,
+SELECT x.account, x."window",
+       -log10(greatest(x.p_value, 1e-300)) AS score,
+       x.decisive_timeouts_losing, x.decisive_timeouts_other, x.timeouts_losing, x.timeouts, x.losses,
+       x.games, x.timeout_elapsed_ms, x.timeout_loss_share,
+       x.platform_timeout_loss_share, x.platform_other_rate, x.own_other_rate,
+       x.baseline AS baseline_rate, x.p_value, x.timeout_loss_share / x.baseline AS ratio_to_baseline,
+       ${min_timeouts} AS min__decisive_timeouts_losing, ${max_p} AS max__p_value,
+       ${min_ratio} AS min__ratio_to_baseline,
        e.refs, e.first_seen, e.last_seen
-FROM account_features f
-CROSS JOIN base b
+FROM tested x
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'timeout' AND losing AND decisive
       AND ts >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
     GROUP BY player
-) e ON e.account = f.account
-WHERE f."window" = '30d'
-  AND f.decisive_timeouts_losing >= ${min_timeouts}
-  AND CAST(f.decisive_timeouts_losing AS DOUBLE) / greatest(f.losses, 1) >= ${min_share}
+) e ON e.account = x.account
+WHERE x.p_value <= ${max_p} AND x.timeout_loss_share >= ${min_ratio} * x.baseline

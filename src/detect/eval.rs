@@ -18,6 +18,9 @@ pub struct Labels {
 pub struct LabelledAccount {
     pub account: String,
     pub behaviour: String,
+    /// Honest accounts built to look like cheaters: their class (`quick_steady`, `bad_connection`, ...).
+    #[serde(default)]
+    pub lookalike: Option<String>,
 }
 
 /// Errors of evaluation.
@@ -65,11 +68,37 @@ pub struct ClassScore {
     pub misses: Vec<Case>,
 }
 
+/// Account-level scores over every rule: a cheater flagged by any rule is found, an honest account
+/// flagged by any rule (whatever its behaviour) is a false flag.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pooled {
+    pub cheaters: u64,
+    pub honest: u64,
+    pub true_positives: u64,
+    pub false_positives: u64,
+    pub false_negatives: u64,
+    pub precision: f64,
+    pub recall: f64,
+}
+
+/// How the honest look-alikes of one class fared.
+#[derive(Debug, Clone, Serialize)]
+pub struct LookalikeScore {
+    pub class: String,
+    pub accounts: u64,
+    pub flagged: u64,
+    pub block_recommended: u64,
+    pub cases: Vec<Case>,
+}
+
 /// The whole evaluation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Evaluation {
     pub accounts: u64,
+    pub pooled: Pooled,
     pub classes: Vec<ClassScore>,
+    /// Honest look-alikes per class (empty when the labels have none).
+    pub lookalikes: Vec<LookalikeScore>,
     /// Honest accounts with a `block_recommended` flag (must be none).
     pub honest_blocked: Vec<Case>,
     /// Confusion table: true behaviour -> predicted behaviour (or `none`) -> accounts.
@@ -176,6 +205,62 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
         })
         .map(|(a, _)| case(a))
         .collect();
+    let flagged = |a: &str| by_account.get(a).is_some_and(|fl| !fl.is_empty());
+    let (mut tp, mut fp, mut fneg) = (0u64, 0u64, 0u64);
+    for (acc, t) in &truth {
+        match (flagged(acc), *t == "honest") {
+            (true, false) => tp += 1,
+            (true, true) => fp += 1,
+            (false, false) => fneg += 1,
+            (false, true) => {}
+        }
+    }
+    let ratio = |num: u64, den: u64| {
+        if den == 0 {
+            1.0
+        } else {
+            num as f64 / den as f64
+        }
+    };
+    let cheaters = tp + fneg;
+    let pooled = Pooled {
+        cheaters,
+        honest: truth.len() as u64 - cheaters,
+        true_positives: tp,
+        false_positives: fp,
+        false_negatives: fneg,
+        precision: ratio(tp, tp + fp),
+        recall: ratio(tp, cheaters),
+    };
+    let mut classes_of: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for a in &labels.accounts {
+        if let Some(l) = &a.lookalike {
+            classes_of
+                .entry(l.as_str())
+                .or_default()
+                .push(a.account.as_str());
+        }
+    }
+    let lookalikes = classes_of
+        .into_iter()
+        .map(|(class, accounts)| {
+            let cases: Vec<Case> = accounts
+                .iter()
+                .filter(|a| flagged(a))
+                .map(|a| case(a))
+                .collect();
+            LookalikeScore {
+                class: class.to_string(),
+                accounts: accounts.len() as u64,
+                flagged: cases.len() as u64,
+                block_recommended: cases
+                    .iter()
+                    .filter(|c| c.action.as_deref() == Some("block_recommended"))
+                    .count() as u64,
+                cases,
+            }
+        })
+        .collect();
     let mut confusion: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for (acc, t) in &truth {
         let row = confusion.entry(t.to_string()).or_default();
@@ -190,7 +275,9 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
     }
     Evaluation {
         accounts: truth.len() as u64,
+        pooled,
         classes,
+        lookalikes,
         honest_blocked,
         confusion,
     }
@@ -199,7 +286,18 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
 impl Evaluation {
     /// The evaluation as text for people.
     pub fn to_text(&self) -> String {
-        let mut out = format!("{} labelled accounts\n\n", self.accounts);
+        let p = &self.pooled;
+        let mut out = format!(
+            "{} labelled accounts: {} cheaters, {} honest\n\npooled (any rule): precision {:.3} recall {:.3} (tp {}, fp {}, fn {})\n\n",
+            self.accounts,
+            p.cheaters,
+            p.honest,
+            p.precision,
+            p.recall,
+            p.true_positives,
+            p.false_positives,
+            p.false_negatives
+        );
         out.push_str(&format!(
             "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9} {:>7}  rules\n",
             "behaviour", "tp", "fp", "fn", "tn", "precision", "recall"
@@ -221,6 +319,20 @@ impl Evaluation {
             "\nhonest accounts with block_recommended: {}\n",
             self.honest_blocked.len()
         ));
+        for l in &self.lookalikes {
+            out.push_str(&format!(
+                "honest look-alikes {:<15} {:>4} accounts, {:>3} flagged, {} block_recommended\n",
+                l.class, l.accounts, l.flagged, l.block_recommended
+            ));
+            for k in &l.cases {
+                out.push_str(&format!(
+                    "  {} flagged by {}: {}\n",
+                    k.account,
+                    k.rules.join(", "),
+                    k.evidence.join(" | ")
+                ));
+            }
+        }
         out.push_str("\nconfusion (true behaviour -> predicted):\n");
         for (t, row) in &self.confusion {
             let cells: Vec<String> = row.iter().map(|(p, n)| format!("{p} {n}")).collect();

@@ -112,68 +112,89 @@ fn crafted() -> (tempfile::TempDir, Lake) {
             "tamper-no",
             json!({"tamper_attempts": 0, "races": 6, "malformed": 2, "attempts": 400}),
         ),
-        // Rage quit: abandons most lost games / resigns them instead.
+        // The rest of the platform, whose rates are the rules' baselines.
+        features(
+            "crowd",
+            json!({"games": 20000, "losses": 10000, "moves_timed": 30000, "moves_losing": 10000,
+                   "slow_moves_losing": 20, "slow_share_losing": 0.002, "slow_share_other": 0.002,
+                   "abandons_losing": 100, "abandons": 250, "decisive_timeouts_losing": 30,
+                   "decisive_timeouts": 60, "gave_up_even": 60, "spread_games": 2000, "think_spread": 0.4}),
+        ),
+        // Rage quit: abandons lost games, never others / a bad connection, dropping out whatever the score.
         features(
             "rage-yes",
-            json!({"abandons_losing": 9, "departures_losing": 9, "departures": 9}),
+            json!({"abandons_losing": 9, "abandons": 9, "departures_losing": 9, "departures": 9}),
         ),
         features(
             "rage-no",
-            json!({"abandons_losing": 1, "departures_losing": 12, "departures": 12}),
+            json!({"abandons_losing": 4, "abandons": 12, "departures_losing": 4, "departures": 12}),
         ),
-        // Sitting: lets the clock decide lost games / times out once.
+        // Sitting: lets the clock decide lost games / away now and then whatever the score.
         features(
             "sit-yes",
-            json!({"decisive_timeouts_losing": 8, "timeouts_losing": 8, "timeouts": 8}),
+            json!({"decisive_timeouts_losing": 8, "decisive_timeouts": 8, "timeouts_losing": 8, "timeouts": 8}),
         ),
         features(
             "sit-no",
-            json!({"decisive_timeouts_losing": 1, "timeouts": 2}),
+            json!({"decisive_timeouts_losing": 3, "decisive_timeouts": 9, "timeouts": 9}),
         ),
         // Stalling: slow only when losing / slow always.
         features(
             "stall-yes",
-            json!({"slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.02}),
+            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.02}),
         ),
         features(
             "stall-no",
-            json!({"slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.7}),
+            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.7}),
         ),
-        // Bot: steady delays / a person.
+        // Bot: steady delays with a human-looking pause now and then (a high cv, a low median-based
+        // spread) / a quick and steady person.
         features(
             "bot-yes",
-            json!({"moves_timed": 500, "think_cv14": 0.03, "think_cv": 0.04, "think_mean_ms": 1500.0}),
+            json!({"moves_timed": 500, "spread_games": 30, "think_spread": 0.03, "think_cv14": 0.4, "think_cv": 0.9, "think_mean_ms": 1500.0}),
         ),
         features(
             "bot-no",
-            json!({"moves_timed": 500, "think_cv14": 0.55, "think_cv": 0.7, "think_mean_ms": 4000.0}),
+            json!({"moves_timed": 500, "spread_games": 30, "think_spread": 0.16, "think_cv14": 0.2, "think_cv": 0.25, "think_mean_ms": 1200.0}),
         ),
+        // The pairs' accounts, with their give-ups while not behind against everyone.
+        features("dump-a", json!({"gave_up_even": 8})),
+        features("dump-b", json!({})),
+        features("fair-a", json!({"gave_up_even": 1})),
+        features("fair-b", json!({})),
+        features("trade-a", json!({"gave_up_even": 6})),
+        features("trade-b", json!({"gave_up_even": 6})),
+        features("rival-a", json!({})),
+        features("rival-b", json!({"gave_up_even": 1})),
     ];
     write_table(&lake, &vigie::features::account_table(), &acc);
     let pairs = vec![
-        // Chip dumping: dump-a keeps giving up to dump-b at high stakes / two friends who split games.
+        // Chip dumping: dump-a keeps giving games up to dump-b while not behind / two friends who
+        // split games, one of them once giving one up.
         pair(
             "dump-a",
             "dump-b",
-            json!({"games": 9, "a_gave_up": 8, "b_wins": 9, "flow_a_to_b": 4500, "max_stake": 1000}),
+            json!({"games": 9, "a_gave_up": 8, "a_gave_up_even": 8, "b_wins": 9, "flow_a_to_b": 450, "max_stake": 50}),
         ),
         pair(
             "fair-a",
             "fair-b",
-            json!({"games": 9, "a_gave_up": 1, "a_wins": 4, "b_wins": 5, "flow_a_to_b": 10, "max_stake": 10}),
+            json!({"games": 9, "a_gave_up": 1, "a_gave_up_even": 1, "a_wins": 4, "b_wins": 5, "flow_a_to_b": 10, "max_stake": 10}),
         ),
-        // Win trading: alternating quick rated wins / a plain rivalry.
+        // Win trading: rated games given up in turns while even, not alternating strictly / a plain
+        // rivalry between friends.
         pair(
             "trade-a",
             "trade-b",
-            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 11, "a_gave_up": 6, "b_gave_up": 6}),
+            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 5,
+                   "a_gave_up": 6, "b_gave_up": 6, "a_gave_up_even": 6, "b_gave_up_even": 6}),
         ),
         pair(
             "rival-a",
             "rival-b",
-            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 3, "a_gave_up": 0, "b_gave_up": 1}),
+            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 3, "a_gave_up": 0, "b_gave_up": 1, "b_gave_up_even": 1}),
         ),
-        // Shared device: three accounts on one device playing each other / two on one device (a household).
+        // Shared device: three accounts on one device, two of them meeting / two on one device.
         pair("ring-1", "ring-2", json!({"games": 5, "shared_devices": 1})),
         pair("ring-2", "ring-3", json!({"games": 4, "shared_devices": 1})),
         pair("home-1", "home-2", json!({"games": 5, "shared_devices": 1})),
