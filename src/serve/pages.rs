@@ -399,9 +399,66 @@ struct FeatVm {
 
 struct RefVm {
     href: String,
-    game: String,
     seq: i64,
+}
+
+/// A flag's events in one game: the first (the earliest, the one to look at) linked with the game,
+/// the others as short links after it.
+struct RefGameVm {
+    game: String,
+    href: String,
+    first_seq: i64,
     note: String,
+    count: usize,
+    more: Vec<RefVm>,
+}
+
+/// Games listed per flag on the account page; the rest are counted.
+const REF_GAMES_SHOWN: usize = 40;
+/// Further events linked per game.
+const REF_SEQS_SHOWN: usize = 8;
+
+/// A flag's evidence events grouped per game, games in the order of their first event.
+fn ref_games(refs: &[crate::serve::data::EvidenceRef]) -> Vec<RefGameVm> {
+    let mut out: Vec<RefGameVm> = Vec::new();
+    for r in refs {
+        let href = format!("/game/{}?seq={}", r.game, r.seq);
+        match out.iter_mut().find(|g| g.game == r.game) {
+            Some(g) => {
+                g.count += 1;
+                if g.more.len() < REF_SEQS_SHOWN {
+                    g.more.push(RefVm { href, seq: r.seq });
+                }
+            }
+            None => out.push(RefGameVm {
+                game: r.game.clone(),
+                href,
+                first_seq: r.seq,
+                note: r.note.clone(),
+                count: 1,
+                more: Vec::new(),
+            }),
+        }
+    }
+    out
+}
+
+/// The evidence notes with how unusual the account is first: the p-value, the baseline, the
+/// platform's rate and the percentile, then the rest in their order.
+fn stats_first(notes: &[(String, String)]) -> Vec<(String, String)> {
+    let rank = |k: &str| {
+        if k == "p_value" {
+            0
+        } else if k.starts_with("baseline") || k.starts_with("platform") || k.contains("percentile")
+        {
+            1
+        } else {
+            2
+        }
+    };
+    let mut v = notes.to_vec();
+    v.sort_by_key(|(k, _)| rank(k));
+    v
 }
 
 struct FlagVm {
@@ -422,7 +479,9 @@ struct FlagVm {
     counts: Vec<CountVm>,
     features: Vec<FeatVm>,
     notes: Vec<(String, String)>,
-    refs: Vec<RefVm>,
+    ref_games: Vec<RefGameVm>,
+    ref_games_hidden: usize,
+    ref_total: usize,
     can_claim: bool,
     can_decide: bool,
     can_reopen: bool,
@@ -606,18 +665,16 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
                         threshold: fmt_value(x.threshold),
                     })
                     .collect(),
-                notes: f.evidence.notes.clone(),
-                refs: f
-                    .evidence
-                    .refs
-                    .iter()
-                    .map(|r| RefVm {
-                        href: format!("/game/{}?seq={}", r.game, r.seq),
-                        game: r.game.clone(),
-                        seq: r.seq,
-                        note: r.note.clone(),
-                    })
-                    .collect(),
+                notes: stats_first(&f.evidence.notes),
+                ref_games: {
+                    let mut g = ref_games(&f.evidence.refs);
+                    g.truncate(REF_GAMES_SHOWN);
+                    g
+                },
+                ref_games_hidden: ref_games(&f.evidence.refs)
+                    .len()
+                    .saturating_sub(REF_GAMES_SHOWN),
+                ref_total: f.evidence.refs.len(),
                 can_claim: reviewer && r.status == ReviewStatus::Open,
                 can_decide: reviewer && r.status == ReviewStatus::Claimed && (mine || admin),
                 can_reopen: reviewer && r.status != ReviewStatus::Open,
@@ -1226,4 +1283,62 @@ pub fn cmp_label(c: Cmp) -> &'static str {
 /// Escapes text (re-exported for the main crate's pages).
 pub fn escape(s: &str) -> String {
     esc(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::data::EvidenceRef;
+
+    fn r(game: &str, seq: i64) -> EvidenceRef {
+        EvidenceRef {
+            game: game.into(),
+            seq,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn evidence_is_grouped_per_game_in_first_seen_order() {
+        let mut refs = vec![r("g2", 7), r("g1", 3), r("g2", 9)];
+        refs.extend((10..30).map(|q| r("g1", q)));
+        let g = ref_games(&refs);
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[0].game.as_str(), g[0].first_seq, g[0].count),
+            ("g2", 7, 2)
+        );
+        assert_eq!(g[0].href, "/game/g2?seq=7");
+        assert_eq!(g[0].more.iter().map(|m| m.seq).collect::<Vec<_>>(), [9]);
+        // g1: 21 events, the first linked with the game, 8 more shown.
+        assert_eq!(
+            (g[1].first_seq, g[1].count, g[1].more.len()),
+            (3, 21, REF_SEQS_SHOWN)
+        );
+    }
+
+    #[test]
+    fn how_unusual_comes_first() {
+        let notes: Vec<(String, String)> = [
+            "partner",
+            "baseline_rate",
+            "games_note",
+            "p_value",
+            "spread_percentile",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), String::new()))
+        .collect();
+        let keys: Vec<String> = stats_first(&notes).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                "p_value",
+                "baseline_rate",
+                "spread_percentile",
+                "partner",
+                "games_note"
+            ]
+        );
+    }
 }
