@@ -362,3 +362,94 @@ impl Evaluation {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::record::Ts;
+
+    fn flag(account: &str, rule: &str, action: &str) -> FlagRow {
+        FlagRow {
+            flag_id: format!("{account}-{rule}"),
+            account: account.into(),
+            rule: rule.into(),
+            title: rule.into(),
+            window: "30d".into(),
+            score: 1.0,
+            severity: "medium".into(),
+            action: action.into(),
+            evidence: "{}".into(),
+            refs: Vec::new(),
+            first_seen: None,
+            last_seen: None,
+            window_end: Ts(0),
+            rule_version: "v".into(),
+        }
+    }
+
+    fn account(id: &str, behaviour: &str, lookalike: Option<&str>) -> LabelledAccount {
+        LabelledAccount {
+            account: id.into(),
+            behaviour: behaviour.into(),
+            lookalike: lookalike.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn pooled_scores_and_lookalikes() {
+        let rule = |id: &str, behaviour: &str| {
+            let text = format!(
+                "-- id: {id}\n-- title: t\n-- behaviour: {behaviour}\n-- catches: c\n-- why: w\n-- severity: medium\n-- action: review\nSELECT 1"
+            );
+            Rule::parse(Path::new("r.sql"), &text).unwrap()
+        };
+        let rules = [rule("rage_quit", "rage_quit"), rule("bot_timing", "bot")];
+        let labels = Labels {
+            accounts: vec![
+                account("q1", "rage_quit", None),
+                account("q2", "rage_quit", None),
+                account("b1", "bot", None),
+                account("h1", "honest", Some("bad_connection")),
+                account("h2", "honest", Some("bad_connection")),
+                account("h3", "honest", None),
+            ],
+        };
+        // q1 found by its rule, b1 found by the wrong rule (still found at the account level),
+        // q2 missed, the look-alike h1 flagged; an unlabelled account is ignored.
+        let flags = [
+            flag("q1", "rage_quit", "review"),
+            flag("b1", "rage_quit", "review"),
+            flag("h1", "rage_quit", "review"),
+            flag("zz", "bot_timing", "review"),
+        ];
+        let ev = evaluate(&labels, &rules, &flags);
+        let p = &ev.pooled;
+        assert_eq!((p.cheaters, p.honest), (3, 3));
+        assert_eq!(
+            (p.true_positives, p.false_positives, p.false_negatives),
+            (2, 1, 1)
+        );
+        assert!((p.precision - 2.0 / 3.0).abs() < 1e-12 && (p.recall - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(ev.lookalikes.len(), 1);
+        let l = &ev.lookalikes[0];
+        assert_eq!(
+            (l.class.as_str(), l.accounts, l.flagged, l.block_recommended),
+            ("bad_connection", 2, 1, 0)
+        );
+        assert_eq!(l.cases[0].account, "h1");
+        // Per class: rage_quit has q1 right, b1 and h1 wrong, q2 missed.
+        let rq = ev
+            .classes
+            .iter()
+            .find(|c| c.behaviour == "rage_quit")
+            .unwrap();
+        assert_eq!(
+            (rq.true_positives, rq.false_positives, rq.false_negatives),
+            (1, 2, 1)
+        );
+        assert!(
+            ev.to_text()
+                .contains("pooled (any rule): precision 0.667 recall 0.667")
+        );
+    }
+}
