@@ -11,7 +11,7 @@
 --   game is also at least min_ratio times the baseline.
 -- severity: medium
 -- action: review
--- param min_timeouts = 3 : decisive timeouts while losing in 30 days
+-- param min_timeouts = 2 : decisive timeouts while losing in 30 days
 -- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
 -- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
