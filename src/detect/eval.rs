@@ -105,6 +105,15 @@ pub struct Evaluation {
     pub confusion: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
+/// `num / den`, 1.0 when nothing was counted (no prediction: precision 1; no label: recall 1).
+fn share(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        1.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
 /// Scores flags against labels; a rule counts for the behaviour its header names.
 pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluation {
     let truth: BTreeMap<&str, &str> = labels
@@ -182,17 +191,8 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
                 (false, false) => s.true_negatives += 1,
             }
         }
-        let tp = s.true_positives as f64;
-        s.precision = if s.true_positives + s.false_positives == 0 {
-            1.0
-        } else {
-            tp / (tp + s.false_positives as f64)
-        };
-        s.recall = if s.true_positives + s.false_negatives == 0 {
-            1.0
-        } else {
-            tp / (tp + s.false_negatives as f64)
-        };
+        s.precision = share(s.true_positives, s.true_positives + s.false_positives);
+        s.recall = share(s.true_positives, s.true_positives + s.false_negatives);
         classes.push(s);
     }
     let honest_blocked = truth
@@ -215,13 +215,6 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
             (false, true) => {}
         }
     }
-    let ratio = |num: u64, den: u64| {
-        if den == 0 {
-            1.0
-        } else {
-            num as f64 / den as f64
-        }
-    };
     let cheaters = tp + fneg;
     let pooled = Pooled {
         cheaters,
@@ -229,8 +222,8 @@ pub fn evaluate(labels: &Labels, rules: &[Rule], flags: &[FlagRow]) -> Evaluatio
         true_positives: tp,
         false_positives: fp,
         false_negatives: fneg,
-        precision: ratio(tp, tp + fp),
-        recall: ratio(tp, cheaters),
+        precision: share(tp, tp + fp),
+        recall: share(tp, cheaters),
     };
     let mut classes_of: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for a in &labels.accounts {

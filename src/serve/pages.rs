@@ -619,6 +619,9 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
             let r = &f.review;
             let mine = user.is_some_and(|u| r.claimed_by.as_deref() == Some(u.name.as_str()));
             let admin = user.is_some_and(|u| u.role == Role::Admin);
+            let mut games = ref_games(&f.evidence.refs);
+            let ref_games_hidden = games.len().saturating_sub(REF_GAMES_SHOWN);
+            games.truncate(REF_GAMES_SHOWN);
             FlagVm {
                 id: f.id.clone(),
                 rule: f.rule.clone(),
@@ -666,14 +669,8 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
                     })
                     .collect(),
                 notes: stats_first(&f.evidence.notes),
-                ref_games: {
-                    let mut g = ref_games(&f.evidence.refs);
-                    g.truncate(REF_GAMES_SHOWN);
-                    g
-                },
-                ref_games_hidden: ref_games(&f.evidence.refs)
-                    .len()
-                    .saturating_sub(REF_GAMES_SHOWN),
+                ref_games: games,
+                ref_games_hidden,
                 ref_total: f.evidence.refs.len(),
                 can_claim: reviewer && r.status == ReviewStatus::Open,
                 can_decide: reviewer && r.status == ReviewStatus::Claimed && (mine || admin),

@@ -568,6 +568,13 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Whether an arranged game is played the subtle way: with chance `subtlety`, drawn only when
+    /// it is above 0 (so the blatant default draws what it always drew).
+    fn draw_subtle(&mut self) -> bool {
+        let s = self.opts.subtlety;
+        s > 0.0 && self.rng.chance(s)
+    }
+
     fn plan_game(&mut self, slot: Slot) -> GameSpec {
         let index = self.next_index;
         self.next_index += 1;
@@ -598,8 +605,7 @@ impl<'a> Planner<'a> {
                 Behaviour::ChipDumping => {
                     let kind = self.pick_kind(&TWO_PLAYER);
                     // A subtle dumper resigns after several moves at ordinary stakes.
-                    let s = self.opts.subtlety;
-                    let subtle = s > 0.0 && self.rng.chance(s);
+                    let subtle = self.draw_subtle();
                     stake_table = if subtle { &STAKES } else { &DUMP_STAKES };
                     // members[0] is the dumper.
                     let dumper_first = self.rng.chance(0.5);
@@ -643,8 +649,7 @@ impl<'a> Planner<'a> {
                     let k = self.trades[g];
                     self.trades[g] += 1;
                     // Subtle traders do not alternate: the loser is drawn.
-                    let s = self.opts.subtlety;
-                    let loser_account = if s > 0.0 && self.rng.chance(s) {
+                    let loser_account = if self.draw_subtle() {
                         members[self.rng.index(2)]
                     } else {
                         members[(k % 2) as usize]
