@@ -6,14 +6,16 @@
 --   some of their lost games.
 -- why: abandoning a lost game leaves the opponent waiting and hides the loss. A player on a bad
 --   connection drops out at random moments, losing or not; a rage-quitter drops out when losing. So
---   the baseline is the account's own rate of abandons while not losing, per game not lost, shrunk
---   towards the platform's such rate as if it had played prior_games more games at it (a few unlucky
---   disconnections do not make a connection bad, many do), or the platform's abandons per lost game
---   if higher. The rule flags a count of abandons while losing that chance at the baseline gives at
---   most max_p (binomial), when the rate per lost game is also at least min_ratio times the baseline
---   (a bad connection drops out somewhat more in lost games, which last longer; a rage-quitter many
---   times more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend
---   review.
+--   the account's expected rate of abandons per lost game is its own rate of abandons while not
+--   losing, per game not lost, shrunk towards the platform's such rate as if it had played
+--   prior_games more games at it (a few unlucky disconnections do not make a connection bad, many
+--   do), times the platform's ratio of abandons per lost game to abandons per game not lost (lost
+--   games last longer); and never less than the platform's abandons per lost game among accounts
+--   that abandoned no game while not losing (players on a sound connection; rage-quitters among them
+--   only raise it). The rule flags a count of abandons while losing that chance at that baseline
+--   gives at most max_p (binomial), when the rate per lost game is also at least min_ratio times the
+--   baseline (a bad connection drops out somewhat more in lost games; a rage-quitter many times
+--   more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend review.
 -- severity: medium
 -- action: review
 -- param min_abandons = 4 : abandons while losing in 30 days
@@ -27,29 +29,35 @@ WITH f AS (
 ),
 base AS (
     SELECT CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share,
+           -- Accounts that abandoned no game while not losing: the sound connections' share.
+           CAST(coalesce(sum(abandons_losing) FILTER (WHERE abandons_other = 0), 0) AS DOUBLE)
+               / greatest(coalesce(sum(losses) FILTER (WHERE abandons_other = 0), 0), 1) AS sound_share,
            -- Abandons while not losing per game not lost (a game abandoned is lost: counted back).
            CAST(sum(abandons_other) AS DOUBLE)
                / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate
     FROM f
 ),
 t AS (
-    SELECT f.*, b.share AS platform_abandon_share, b.other_rate AS platform_other_rate,
+    SELECT f.*, b.share AS platform_abandon_share, b.sound_share AS platform_sound_share,
+           b.other_rate AS platform_other_rate,
+           CASE WHEN b.other_rate > 0 THEN greatest(b.share / b.other_rate, 1.0) ELSE 1.0 END AS losing_factor,
            (f.abandons_other + ${prior_games} * b.other_rate)
                / (greatest(f.games - f.losses, 0) + f.abandons_other + ${prior_games}) AS own_other_rate
     FROM f CROSS JOIN base b
     WHERE f.abandons_losing >= ${min_abandons}
 ),
 tested AS (
-    SELECT *, greatest(platform_abandon_share, own_other_rate) AS baseline,
+    SELECT *, greatest(platform_sound_share, own_other_rate * losing_factor) AS baseline,
            CAST(abandons_losing AS DOUBLE) / greatest(losses, abandons_losing) AS abandon_share,
            binomial_at_least(abandons_losing, greatest(losses, abandons_losing),
-                             greatest(platform_abandon_share, own_other_rate)) AS p_value
+                             greatest(platform_sound_share, own_other_rate * losing_factor)) AS p_value
     FROM t
 )
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
        x.abandons_losing, x.abandons_other, x.losses, x.games, x.abandon_share,
-       x.platform_abandon_share, x.platform_other_rate, x.own_other_rate, x.baseline AS baseline_rate,
+       x.platform_abandon_share, x.platform_sound_share, x.platform_other_rate, x.losing_factor,
+       x.own_other_rate, x.baseline AS baseline_rate,
        x.p_value, x.abandon_share / x.baseline AS ratio_to_baseline,
        ${min_abandons} AS min__abandons_losing, ${max_p} AS max__p_value,
        ${min_ratio} AS min__ratio_to_baseline,

@@ -5,36 +5,50 @@
 --   the platform's players do when behind, and than they do themselves otherwise, even if they stall
 --   in only some of their lost games.
 -- why: stalling drains the opponent's time and patience without breaking a rule outright. A slow,
---   careful player is slow whatever the score, so the account's own share of slow moves in other
---   positions is its baseline when it is higher than the platform's share when losing; the chance of
---   at least that many slow moves while losing at the baseline rate (binomial) must be below max_p.
+--   careful player is slow whatever the score, and people think longer when in trouble. So the
+--   account's expected share of slow moves while losing is its own share of slow moves in other
+--   positions, shrunk towards the platform's such share as if it had played prior_moves more moves
+--   at it, times the platform's losing factor (its share of slow moves while losing over its share
+--   otherwise, at least 1), or the platform's share while losing if higher; the chance of at least
+--   that many slow moves while losing at that baseline (binomial) must be below max_p, and the share
+--   while losing at least min_ratio times the baseline: slow moves come in runs (a hard game), so an
+--   honest player's share while losing strays further from its share otherwise than a binomial
+--   allows (up to about 3 times on the simulator's honest players); a staller's is many times it.
 -- severity: low
 -- action: review
 -- param min_slow = 5 : moves over 80 % of the clock while losing, in 30 days
+-- param prior_moves = 100 : weight of the platform's share in the account's own share (moves)
+-- param min_ratio = 4 : the share while losing at least this many times the baseline
 -- param max_p = 0.000001 : chance of at least that many at the baseline (per account and month)
-WITH base AS (
-    SELECT CAST(sum(slow_moves_losing) AS DOUBLE) / greatest(sum(moves_losing), 1) AS share
+WITH f AS (
+    SELECT *, greatest(moves_timed - moves_losing, 0) AS moves_other,
+           coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other
     FROM account_features WHERE "window" = '30d'
 ),
+base AS (
+    SELECT CAST(sum(slow_moves_losing) AS DOUBLE) / greatest(sum(moves_losing), 1) AS share,
+           sum(slow_moves_other) / greatest(sum(moves_other), 1) AS other_share
+    FROM f
+),
 t AS (
-    SELECT f.*, b.share AS platform_slow_share_losing,
-           -- Moves in other positions, and the slow ones among them (with half a move of prior).
-           greatest(f.moves_timed - f.moves_losing, 0) AS moves_other,
-           (coalesce(f.slow_share_other, 0) * greatest(f.moves_timed - f.moves_losing, 0) + 0.5)
-               / (greatest(f.moves_timed - f.moves_losing, 0) + 1) AS own_slow_share_other,
-           b.share AS floor_share
-    FROM account_features f CROSS JOIN base b
-    WHERE f."window" = '30d' AND f.slow_moves_losing >= ${min_slow}
+    SELECT f.*, b.share AS platform_slow_share_losing, b.other_share AS platform_slow_share_other,
+           CASE WHEN b.other_share > 0 THEN greatest(b.share / b.other_share, 1.0) ELSE 1.0 END AS losing_factor,
+           (f.slow_moves_other + ${prior_moves} * b.other_share) / (f.moves_other + ${prior_moves}) AS own_slow_share_other
+    FROM f CROSS JOIN base b
+    WHERE f.slow_moves_losing >= ${min_slow}
 ),
 tested AS (
-    SELECT *, greatest(floor_share, own_slow_share_other) AS baseline,
-           binomial_at_least(slow_moves_losing, moves_losing, greatest(floor_share, own_slow_share_other)) AS p_value
+    SELECT *, greatest(platform_slow_share_losing, own_slow_share_other * losing_factor) AS baseline,
+           binomial_at_least(slow_moves_losing, moves_losing,
+                             greatest(platform_slow_share_losing, own_slow_share_other * losing_factor)) AS p_value
     FROM t
 )
 SELECT account, "window",
        -log10(greatest(p_value, 1e-300)) AS score,
        slow_moves_losing, moves_losing, slow_share_losing, slow_share_other, moves_other,
-       platform_slow_share_losing, baseline AS baseline_share, p_value, think_mean_ms,
-       ${min_slow} AS min__slow_moves_losing, ${max_p} AS max__p_value
+       platform_slow_share_losing, platform_slow_share_other, losing_factor, own_slow_share_other,
+       baseline AS baseline_share, p_value, slow_share_losing / baseline AS ratio_to_baseline,
+       think_mean_ms, ${min_slow} AS min__slow_moves_losing, ${max_p} AS max__p_value,
+       ${min_ratio} AS min__ratio_to_baseline
 FROM tested
-WHERE p_value <= ${max_p}
+WHERE p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline

@@ -2,11 +2,11 @@
 -- title: Win trading (rating boosting)
 -- behaviour: win_trading
 -- catches: pairs of accounts whose rated games against each other keep ending with one of them giving
---   up while not behind on the board, each of them in turn or not, far more often than either gives
+--   up cheaply (while not behind on the board, or within the first 20 plies), each of them in turn or not, far more often than either gives
 --   games up against anyone else.
 -- why: trading wins inflates both ratings (and the Medieval ranking separately) through games no one
 --   played out. Friends who play each other often have ordinary results: games played to their end,
---   lost when beaten. The baseline is the two accounts' own rates of giving up while not behind in
+--   lost when beaten. The baseline is the two accounts' own rates of giving up cheaply in
 --   games against others, each shrunk towards the platform's rate as if it had played prior_games more
 --   games at it), or twice the platform's rate if higher; the
 --   chance of at least that many such give-ups in the pair's games (binomial) must be below max_p,
@@ -15,26 +15,26 @@
 -- severity: medium
 -- action: review
 -- param min_rated = 4 : rated games together in 30 days
--- param min_gave_up = 4 : games given up while not behind, both together
+-- param min_gave_up = 4 : games given up cheaply, both together
 -- param min_each = 1 : such games each of them gave up
 -- param min_balance = 0.2 : the fewer give-ups of the two, at least this share of the more (a chip dumper's partner gives up now and then too)
 -- param prior_games = 30 : weight of the platform's rate in each account's own rate (games)
 -- param max_p = 0.000001 : chance of at least that many at the baseline (per pair and month)
 WITH acc AS (
-    SELECT account, games, coalesce(gave_up_even, 0) AS gave_up_even
+    SELECT account, games, coalesce(gave_up_cheaply, 0) AS gave_up_cheaply
     FROM account_features WHERE "window" = '30d'
 ),
 base AS (
-    SELECT CAST(sum(gave_up_even) AS DOUBLE) / greatest(sum(games), 1) AS rate FROM acc
+    SELECT CAST(sum(gave_up_cheaply) AS DOUBLE) / greatest(sum(games), 1) AS rate FROM acc
 ),
 t AS (
     SELECT p.a, p.b, p.games, p.rated_games, p.result_switches, p.a_wins, p.b_wins,
-           coalesce(p.a_gave_up_even, 0) AS a_gave_up_even, coalesce(p.b_gave_up_even, 0) AS b_gave_up_even,
-           coalesce(p.a_gave_up_even, 0) + coalesce(p.b_gave_up_even, 0) AS gave_up_even,
+           coalesce(p.a_gave_up_cheaply, 0) AS a_gave_up_cheaply, coalesce(p.b_gave_up_cheaply, 0) AS b_gave_up_cheaply,
+           coalesce(p.a_gave_up_cheaply, 0) + coalesce(p.b_gave_up_cheaply, 0) AS gave_up_cheaply,
            bs.rate AS platform_rate,
-           (greatest(xa.gave_up_even - coalesce(p.a_gave_up_even, 0), 0) + ${prior_games} * bs.rate)
+           (greatest(xa.gave_up_cheaply - coalesce(p.a_gave_up_cheaply, 0), 0) + ${prior_games} * bs.rate)
                / (greatest(xa.games - p.games, 0) + ${prior_games})
-         + (greatest(xb.gave_up_even - coalesce(p.b_gave_up_even, 0), 0) + ${prior_games} * bs.rate)
+         + (greatest(xb.gave_up_cheaply - coalesce(p.b_gave_up_cheaply, 0), 0) + ${prior_games} * bs.rate)
                / (greatest(xb.games - p.games, 0) + ${prior_games})
                AS pair_rate_with_others
     FROM pair_features p
@@ -42,20 +42,20 @@ t AS (
     JOIN acc xb ON xb.account = p.b
     CROSS JOIN base bs
     WHERE p."window" = '30d' AND p.rated_games >= ${min_rated}
-      AND coalesce(p.a_gave_up_even, 0) >= ${min_each} AND coalesce(p.b_gave_up_even, 0) >= ${min_each}
-      AND coalesce(p.a_gave_up_even, 0) + coalesce(p.b_gave_up_even, 0) >= ${min_gave_up}
-      AND least(coalesce(p.a_gave_up_even, 0), coalesce(p.b_gave_up_even, 0))
-          >= ${min_balance} * greatest(coalesce(p.a_gave_up_even, 0), coalesce(p.b_gave_up_even, 0))
+      AND coalesce(p.a_gave_up_cheaply, 0) >= ${min_each} AND coalesce(p.b_gave_up_cheaply, 0) >= ${min_each}
+      AND coalesce(p.a_gave_up_cheaply, 0) + coalesce(p.b_gave_up_cheaply, 0) >= ${min_gave_up}
+      AND least(coalesce(p.a_gave_up_cheaply, 0), coalesce(p.b_gave_up_cheaply, 0))
+          >= ${min_balance} * greatest(coalesce(p.a_gave_up_cheaply, 0), coalesce(p.b_gave_up_cheaply, 0))
 ),
 hits AS (
     SELECT *, greatest(2.0 * platform_rate, pair_rate_with_others) AS baseline,
-           binomial_at_least(gave_up_even, games, least(greatest(2.0 * platform_rate, pair_rate_with_others), 1.0)) AS p_value
+           binomial_at_least(gave_up_cheaply, games, least(greatest(2.0 * platform_rate, pair_rate_with_others), 1.0)) AS p_value
     FROM t
 )
 SELECT acc AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, partner,
-       rated_games, games, gave_up_even, a_gave_up_even, b_gave_up_even, a_wins, b_wins, result_switches,
+       rated_games, games, gave_up_cheaply, a_gave_up_cheaply, b_gave_up_cheaply, a_wins, b_wins, result_switches,
        platform_rate, pair_rate_with_others, baseline AS baseline_rate, p_value,
-       ${min_rated} AS min__rated_games, ${min_gave_up} AS min__gave_up_even, ${max_p} AS max__p_value
+       ${min_rated} AS min__rated_games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value
 FROM (
     SELECT a AS acc, b AS partner, * FROM hits
     UNION ALL

@@ -143,6 +143,16 @@ pub fn run_scoped(
         for r in &rules {
             h.update(r.render(overrides).as_bytes());
         }
+        // The features' definitions too: a build that counts a feature differently recomputes them.
+        for t in [
+            crate::features::account_table(),
+            crate::features::pair_table(),
+        ] {
+            for c in &t.columns {
+                h.update(c.name.as_bytes());
+                h.update(c.doc.as_bytes());
+            }
+        }
         crate::lake::hex(&h.finalize()[..8])
     };
     let state = lake.state()?;
@@ -213,7 +223,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, DetectError> {
 }
 
 /// Detection's checkpoint: the replay checkpoint it followed, the fingerprint of the rules it ran
-/// (with their parameters), and the window end.
+/// (with their parameters) and of the features' definitions, and the window end.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DetectStage {

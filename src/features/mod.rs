@@ -40,6 +40,19 @@ impl crate::lake::Stage for FeaturesStage {
 
 /// A game lost in fewer plies than this is a quick loss.
 pub const QUICK_LOSS_PLIES: i64 = 12;
+/// A game given up within this many plies is given up cheaply, whatever the balance (`gave_up_cheaply`).
+pub const CHEAP_GIVE_UP_PLIES: i64 = 20;
+
+/// Of a `game_players` row: the player gave the game up (`quit_balance` set) while not behind, or
+/// within the first [`CHEAP_GIVE_UP_PLIES`] plies: a game handed over rather than lost.
+fn cheap_give_up() -> Expr {
+    col("quit_balance").is_not_null().and(
+        col("quit_balance")
+            .gt_eq(lit(0.0))
+            .or(col("game_moves").lt(lit(CHEAP_GIVE_UP_PLIES)))
+            .fill_null(lit(false)),
+    )
+}
 /// The thresholds the replay's per-game sums use (defined where they are applied).
 pub use crate::replay::rows::{INSTANT_MS, RACE_MS, TAMPER_CAUSES};
 
@@ -161,9 +174,9 @@ pub fn account_table() -> TableDef {
                 "Games left without resigning (page closed or disconnected), losing or not.",
             ),
             col_def(
-                "gave_up_even",
+                "gave_up_cheaply",
                 Int64,
-                "Games given up (left, or timed out for good) while not behind (balance 0 or more).",
+                "Games given up cheaply: left, or timed out for good, while not behind (balance 0 or more) or within the first 20 plies (CHEAP_GIVE_UP_PLIES).",
             ),
             col_def("timeouts", Int64, "Timeouts."),
             col_def("timeouts_losing", Int64, "Timeouts while losing."),
@@ -175,7 +188,7 @@ pub fn account_table() -> TableDef {
             col_def(
                 "decisive_timeouts_losing",
                 Int64,
-                "Decisive timeouts while losing.",
+                "Decisive timeouts whose run of consecutive timeouts began while losing (sitting out starts at the first one).",
             ),
             col_def(
                 "timeout_elapsed_ms",
@@ -294,14 +307,14 @@ pub fn pair_table() -> TableDef {
                 "Games b lost to a by leaving or timing out.",
             ),
             col_def(
-                "a_gave_up_even",
+                "a_gave_up_cheaply",
                 Int64,
-                "Of a_gave_up, games a gave up while not behind (balance 0 or more).",
+                "Of a_gave_up, games a gave up cheaply: while not behind (balance 0 or more) or within the first 20 plies.",
             ),
             col_def(
-                "b_gave_up_even",
+                "b_gave_up_cheaply",
                 Int64,
-                "Of b_gave_up, games b gave up while not behind.",
+                "Of b_gave_up, games b gave up cheaply.",
             ),
             col_def(
                 "result_switches",
@@ -486,7 +499,7 @@ fn account_window(
             .median()
             .alias("think_spread"),
         count_if(spread_game()).alias("spread_games"),
-        count_if(col("quit_balance").gt_eq(lit(0.0)).fill_null(lit(false))).alias("gave_up_even"),
+        count_if(cheap_give_up()).alias("gave_up_cheaply"),
         ratio(col("instant_moves").sum(), col("timed_moves").sum()).alias("instant_share"),
         ratio(col("forced_think_ms").sum(), col("forced_moves").sum()).alias("forced_think_ms"),
         col("losing_moves").sum().alias("moves_losing"),
@@ -494,7 +507,25 @@ fn account_window(
         ratio(col("slow_losing_moves").sum(), col("losing_moves").sum()).alias("slow_share_losing"),
         ratio(col("slow_other_moves").sum(), col("other_moves").sum()).alias("slow_share_other"),
     ]);
-    let d = departures.clone().filter(in_window("ts"));
+    // A run of timeouts is judged by the position when it began (`run_losing`): sitting out starts
+    // at the first timeout, and a server's automatic move during the run can change the balance.
+    let run = [col("game"), col("player"), col("timeout_run")];
+    let d = departures
+        .clone()
+        .filter(in_window("ts"))
+        .sort(["game", "player", "seq"], SortMultipleOptions::default())
+        .with_columns([col("consecutive")
+            .eq(lit(1i64))
+            .fill_null(lit(true))
+            .cast(DataType::Int64)
+            .cum_sum(false)
+            .over([col("game"), col("player")])?
+            .alias("timeout_run")])
+        .with_columns([col("losing")
+            .fill_null(lit(false))
+            .first()
+            .over(run)?
+            .alias("run_losing")]);
     let losing = col("losing").fill_null(lit(false));
     let deps = d.group_by([col("player")]).agg([
         count_if(col("event").eq(lit("left"))).alias("departures"),
@@ -513,13 +544,13 @@ fn account_window(
         )
         .alias("abandons"),
         count_if(col("event").eq(lit("timeout"))).alias("timeouts"),
-        count_if(col("event").eq(lit("timeout")).and(losing.clone())).alias("timeouts_losing"),
+        count_if(col("event").eq(lit("timeout")).and(losing)).alias("timeouts_losing"),
         count_if(col("event").eq(lit("timeout")).and(col("decisive"))).alias("decisive_timeouts"),
         count_if(
             col("event")
                 .eq(lit("timeout"))
                 .and(col("decisive"))
-                .and(losing),
+                .and(col("run_losing")),
         )
         .alias("decisive_timeouts_losing"),
         col("elapsed_ms")
@@ -646,10 +677,7 @@ fn pair_window(
         .select([
             col("game"),
             col("account").alias("quitter"),
-            col("quit_balance")
-                .gt_eq(lit(0.0))
-                .fill_null(lit(false))
-                .alias("quit_even"),
+            cheap_give_up().alias("quit_cheap"),
         ]);
     let a_side = a_side
         .join(
@@ -693,8 +721,8 @@ fn pair_window(
         count_if(col("outcome").eq(lit("win")).and(col("quick"))).alias("b_quick_losses"),
         count_if(col("quitter").eq(col("a"))).alias("a_gave_up"),
         count_if(col("quitter").eq(col("b"))).alias("b_gave_up"),
-        count_if(col("quitter").eq(col("a")).and(col("quit_even"))).alias("a_gave_up_even"),
-        count_if(col("quitter").eq(col("b")).and(col("quit_even"))).alias("b_gave_up_even"),
+        count_if(col("quitter").eq(col("a")).and(col("quit_cheap"))).alias("a_gave_up_cheaply"),
+        count_if(col("quitter").eq(col("b")).and(col("quit_cheap"))).alias("b_gave_up_cheaply"),
         col("stake").max().alias("max_stake"),
     ]);
     // Shared hashes: devices and ips each account used in the window.

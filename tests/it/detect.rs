@@ -118,7 +118,7 @@ fn crafted() -> (tempfile::TempDir, Lake) {
             json!({"games": 20000, "losses": 10000, "moves_timed": 30000, "moves_losing": 10000,
                    "slow_moves_losing": 20, "slow_share_losing": 0.002, "slow_share_other": 0.002,
                    "abandons_losing": 100, "abandons": 250, "decisive_timeouts_losing": 30,
-                   "decisive_timeouts": 60, "gave_up_even": 60, "spread_games": 2000, "think_spread": 0.4}),
+                   "decisive_timeouts": 60, "gave_up_cheaply": 60, "spread_games": 2000, "think_spread": 0.4}),
         ),
         // Rage quit: abandons lost games, never others / a bad connection, dropping out whatever the score.
         features(
@@ -157,15 +157,15 @@ fn crafted() -> (tempfile::TempDir, Lake) {
             "bot-no",
             json!({"moves_timed": 500, "spread_games": 30, "think_spread": 0.16, "think_cv14": 0.2, "think_cv": 0.25, "think_mean_ms": 1200.0}),
         ),
-        // The pairs' accounts, with their give-ups while not behind against everyone.
-        features("dump-a", json!({"gave_up_even": 8})),
+        // The pairs' accounts, with their cheap give-ups against everyone.
+        features("dump-a", json!({"gave_up_cheaply": 8})),
         features("dump-b", json!({})),
-        features("fair-a", json!({"gave_up_even": 1})),
+        features("fair-a", json!({"gave_up_cheaply": 1})),
         features("fair-b", json!({})),
-        features("trade-a", json!({"gave_up_even": 6})),
-        features("trade-b", json!({"gave_up_even": 6})),
+        features("trade-a", json!({"gave_up_cheaply": 6})),
+        features("trade-b", json!({"gave_up_cheaply": 6})),
         features("rival-a", json!({})),
-        features("rival-b", json!({"gave_up_even": 1})),
+        features("rival-b", json!({"gave_up_cheaply": 1})),
     ];
     write_table(&lake, &vigie::features::account_table(), &acc);
     let pairs = vec![
@@ -174,12 +174,12 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         pair(
             "dump-a",
             "dump-b",
-            json!({"games": 9, "a_gave_up": 8, "a_gave_up_even": 8, "b_wins": 9, "flow_a_to_b": 450, "max_stake": 50}),
+            json!({"games": 9, "a_gave_up": 8, "a_gave_up_cheaply": 8, "b_wins": 9, "flow_a_to_b": 450, "max_stake": 50}),
         ),
         pair(
             "fair-a",
             "fair-b",
-            json!({"games": 9, "a_gave_up": 1, "a_gave_up_even": 1, "a_wins": 4, "b_wins": 5, "flow_a_to_b": 10, "max_stake": 10}),
+            json!({"games": 9, "a_gave_up": 1, "a_gave_up_cheaply": 1, "a_wins": 4, "b_wins": 5, "flow_a_to_b": 10, "max_stake": 10}),
         ),
         // Win trading: rated games given up in turns while even, not alternating strictly / a plain
         // rivalry between friends.
@@ -187,12 +187,12 @@ fn crafted() -> (tempfile::TempDir, Lake) {
             "trade-a",
             "trade-b",
             json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 5,
-                   "a_gave_up": 6, "b_gave_up": 6, "a_gave_up_even": 6, "b_gave_up_even": 6}),
+                   "a_gave_up": 6, "b_gave_up": 6, "a_gave_up_cheaply": 6, "b_gave_up_cheaply": 6}),
         ),
         pair(
             "rival-a",
             "rival-b",
-            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 3, "a_gave_up": 0, "b_gave_up": 1, "b_gave_up_even": 1}),
+            json!({"games": 12, "rated_games": 12, "a_wins": 6, "b_wins": 6, "result_switches": 3, "a_gave_up": 0, "b_gave_up": 1, "b_gave_up_cheaply": 1}),
         ),
         // Shared device: three accounts on one device, two of them meeting / two on one device.
         pair("ring-1", "ring-2", json!({"games": 5, "shared_devices": 1})),
@@ -529,5 +529,99 @@ fn server_faults_alone_do_not_flag_the_honest_players_they_land_on() {
     assert!(
         favoured.is_empty(),
         "{named_twice} honest accounts named twice or more; flagged: {favoured:?}"
+    );
+}
+
+/// A row of `def` with every non-null column at a neutral value (0, "", false, `ts`), then `set`.
+fn full_row(def: &TableDef, ts: &str, set: Value) -> Value {
+    use arrow::datatypes::DataType;
+    let mut row = serde_json::Map::new();
+    for c in &def.columns {
+        if c.nullable {
+            continue;
+        }
+        let v = match &c.ty {
+            DataType::Int64 | DataType::Int32 => json!(0),
+            DataType::Float64 => json!(0.0),
+            DataType::Boolean => json!(false),
+            DataType::Timestamp(..) => json!(ts),
+            DataType::List(_) => json!([]),
+            _ => json!(""),
+        };
+        row.insert(c.name.to_string(), v);
+    }
+    if let Value::Object(m) = set {
+        row.extend(m);
+    }
+    Value::Object(row)
+}
+
+#[test]
+fn features_judge_a_run_of_timeouts_by_its_start_and_count_cheap_give_ups() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake::open(dir.path()).unwrap();
+    let ts = "2026-11-20T10:00:00Z";
+    // The lake's latest event sets the windows' end.
+    let events = vigie::lake::tables::events();
+    write_table(
+        &lake,
+        &events,
+        &[full_row(
+            &events,
+            "2026-11-21T00:00:00Z",
+            json!({"game": "s1", "v": 1}),
+        )],
+    );
+    let given_up = |game: &str, account: &str, balance: Option<f64>, plies: i64| {
+        let mut row = player(game, account, "dv-1");
+        row["started_at"] = json!(ts);
+        row["outcome"] = json!("loss");
+        row["game_moves"] = json!(plies);
+        row["quit_balance"] = json!(balance);
+        row
+    };
+    let players = vec![
+        given_up("s1", "sitter", Some(1.0), 40),
+        given_up("s2", "sitter", Some(0.0), 40),
+        // Given up a man behind within 20 plies (cheap), two men behind after 40 (not), even
+        // after 60 (cheap); played to the end in 5 plies (not given up).
+        given_up("q1", "quitter", Some(-1.0), 10),
+        given_up("q2", "quitter", Some(-2.0), 40),
+        given_up("q3", "quitter", Some(0.0), 60),
+        given_up("q4", "quitter", None, 5),
+    ];
+    write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
+    let deps = vigie::replay::rows::DepartureRow::def();
+    let timeout = |game: &str, seq: i64, losing: bool, consecutive: i64, decisive: bool| {
+        full_row(
+            &deps,
+            ts,
+            json!({"game": game, "seq": seq, "player": "sitter", "event": "timeout",
+                   "reason": if decisive { "loss" } else { "auto" }, "losing": losing,
+                   "balance": if losing { -3.0 } else { 1.0 }, "consecutive": consecutive,
+                   "decisive": decisive, "kind": "draughts8", "mode": "standard"}),
+        )
+    };
+    // s1: the sitter stops playing three men down; the server's automatic move wins a man back, and
+    // the run ends the game while "not losing": a run begun while losing. s2: one timeout while even.
+    let departures = vec![
+        timeout("s1", 23, true, 1, false),
+        timeout("s1", 26, false, 2, false),
+        timeout("s1", 29, false, 3, true),
+        timeout("s2", 9, false, 1, true),
+    ];
+    write_table(&lake, &deps, &departures);
+    vigie::features::run(&lake).unwrap();
+    let rows = crate::common::sql_text(
+        dir.path(),
+        "SELECT account, decisive_timeouts, decisive_timeouts_losing, timeouts_losing, gave_up_cheaply \
+         FROM account_features WHERE \"window\" = '30d' ORDER BY account",
+    );
+    assert_eq!(
+        rows,
+        vec![
+            vec!["quitter", "", "", "", "2"],
+            vec!["sitter", "2", "1", "1", "2"],
+        ]
     );
 }
