@@ -157,7 +157,8 @@ pub fn run_scoped(
     };
     let state = lake.state()?;
     let replayed = state.stage::<crate::replay::run::ReplayStage>()?;
-    if let Some(prev) = state.stage::<DetectStage>()?
+    let prev = state.stage::<DetectStage>()?;
+    if let Some(prev) = &prev
         && !force
         && prev.replay == replayed
         && prev.rules == fingerprint
@@ -167,6 +168,9 @@ pub fn run_scoped(
             ..DetectReport::default()
         });
     }
+    // A scoped run keeps the other accounts' rows of the last run: only when that run had the same
+    // rules and features' definitions (a new build may count, or name, a feature differently).
+    let scope = scope.filter(|_| prev.as_ref().is_some_and(|p| p.rules == fingerprint));
     crate::features::run_scoped(lake, scope)?;
     let snapshot = lake.snapshot()?;
     let window_end = snapshot

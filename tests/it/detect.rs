@@ -625,3 +625,22 @@ fn features_judge_a_run_of_timeouts_by_its_start_and_count_cheap_give_ups() {
         ]
     );
 }
+
+#[test]
+fn a_scoped_detect_without_a_matching_last_run_recomputes_every_account() {
+    // The crafted lake has feature rows but no detect checkpoint: nothing says they were computed by
+    // these rules and these features' definitions, so a scoped run must not keep them.
+    let (dir, lake) = crafted();
+    let before = crate::common::sql_text(
+        dir.path(),
+        "SELECT count(*) FROM account_features WHERE account = 'crowd'",
+    );
+    assert_eq!(before, vec![vec!["1".to_string()]]);
+    let scope: std::collections::BTreeSet<String> = ["ring-1".to_string()].into();
+    vigie::detect::run_scoped(&lake, &rules_dir(), &BTreeMap::new(), Some(&scope), false).unwrap();
+    let after = crate::common::sql_text(
+        dir.path(),
+        "SELECT count(*) FROM account_features WHERE account = 'crowd'",
+    );
+    assert_eq!(after, vec![vec!["0".to_string()]]);
+}
