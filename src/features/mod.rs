@@ -53,6 +53,7 @@ fn cheap_give_up() -> Expr {
             .fill_null(lit(false)),
     )
 }
+
 /// The thresholds the replay's per-game sums use (defined where they are applied).
 pub use crate::replay::rows::{INSTANT_MS, RACE_MS, TAMPER_CAUSES};
 
