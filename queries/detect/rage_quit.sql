@@ -29,18 +29,18 @@ WITH f AS (
 ),
 base AS (
     SELECT CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1) AS share,
-           -- Accounts that abandoned no game while not losing: the sound connections' share (the
-           -- whole platform's when none of them ever abandoned, so that the floor is never 0).
-           coalesce(nullif(CAST(coalesce(sum(abandons_losing) FILTER (WHERE abandons_other = 0), 0) AS DOUBLE)
-               / greatest(coalesce(sum(losses) FILTER (WHERE abandons_other = 0), 0), 1), 0),
-               CAST(sum(abandons_losing) AS DOUBLE) / greatest(sum(losses), 1)) AS sound_share,
+           -- Accounts that abandoned no game while not losing: the sound connections' share.
+           CAST(coalesce(sum(abandons_losing) FILTER (WHERE abandons_other = 0), 0) AS DOUBLE)
+               / greatest(coalesce(sum(losses) FILTER (WHERE abandons_other = 0), 0), 1) AS sound_share,
            -- Abandons while not losing per game not lost (a game abandoned is lost: counted back).
            CAST(sum(abandons_other) AS DOUBLE)
                / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate
     FROM f
 ),
 t AS (
-    SELECT f.*, b.share AS platform_abandon_share, b.sound_share AS platform_sound_share,
+    -- The whole platform's share when no sound account ever abandoned: the floor is never 0.
+    SELECT f.*, b.share AS platform_abandon_share,
+           coalesce(nullif(b.sound_share, 0), b.share) AS platform_sound_share,
            b.other_rate AS platform_other_rate,
            CASE WHEN b.other_rate > 0 THEN greatest(b.share / b.other_rate, 1.0) ELSE 1.0 END AS losing_factor,
            (f.abandons_other + ${prior_games} * b.other_rate)
