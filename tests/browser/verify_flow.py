@@ -68,7 +68,8 @@ def main():
                 shot(d, a.screenshots, f"verify-{n:02d}-{game}.png")
             # Nothing about a game that does not exist (or is not finished).
             d.get(base + "/verify/no-such-game-0000")
-            check("no finished game" in d.page_source, "an unknown id reveals nothing")
+            body = d.find_element(By.TAG_NAME, "body").text
+            check("no finished game" in body, f"an unknown id reveals nothing (the page says: {body[:300]!r})")
         finally:
             d.quit()
     print(f"browser: {len(PASSED)} passed, 0 failed")
