@@ -3,20 +3,24 @@
 -- behaviour: chip_dumping
 -- catches: pairs of accounts where one keeps giving games up to the same partner (resigning, leaving or
 --   timing out) cheaply: while not behind on the board, or within the first 20 plies whatever the
---   board (gave_up_cheaply), so that stakes flow one way, whatever the stakes.
+--   board (gave_up_cheaply), so that stakes flow one way, all the more telling at stakes the payer
+--   rarely plays.
 -- why: it moves money between accounts (collusion, laundering, bonus abuse) through games no one
 --   played out. Honest players give up when beaten; one who drops out at random (a bad connection)
---   does so against everyone alike. So the baseline is the payer's own rate of giving up cheaply in
---   games against others, shrunk towards the platform's rate as if it had played prior_games
---   more games at it, or the platform's rate if higher, and
---   the chance of at least that many against this partner (binomial) must be below max_p. Both
---   accounts of the pair are flagged; the evidence names the partner.
+--   does so against everyone alike, and at whatever stakes it plays. So the chance that one of the
+--   pair's games is given up cheaply by the payer at a stake at least the smallest of its give-ups to
+--   this partner is the payer's own rate of giving up cheaply against others (shrunk towards the
+--   platform's rate as if it had played prior_games more games at it, or the platform's rate if
+--   higher) times its own share of games at such stakes against others (shrunk the same way towards
+--   the platform's share of two-player seats at such stakes). The chance of at least that many such give-ups to this partner
+--   (binomial) must be below max_p. Both accounts of the pair are flagged; the evidence names the
+--   partner.
 -- severity: high
 -- action: review
--- param min_gave_up = 3 : games the payer gave up cheaply to the partner, in 30 days
+-- param min_gave_up = 2 : games the payer gave up cheaply to the partner, in 30 days
 -- param max_payee_share = 0.2 : the partner's such give-ups, as a share of the payer's (win traders give up in turns)
 -- param min_flow = 1 : net stake flow from the payer to the partner
--- param prior_games = 30 : weight of the platform's rate in the payer's own rate (games)
+-- param prior_games = 30 : weight of the platform's rate and stake share in the payer's own (games)
 -- param max_p = 0.000001 : chance of at least that many give-ups at the baseline (per pair and month)
 WITH acc AS (
     SELECT account, games, coalesce(gave_up_cheaply, 0) AS gave_up_cheaply
@@ -31,7 +35,8 @@ p AS (
            CASE WHEN flow_a_to_b > 0 THEN b ELSE a END AS payee,
            abs(flow_a_to_b) AS flow,
            CASE WHEN flow_a_to_b > 0 THEN coalesce(a_gave_up_cheaply, 0) ELSE coalesce(b_gave_up_cheaply, 0) END AS payer_gave_up_cheaply,
-           CASE WHEN flow_a_to_b > 0 THEN coalesce(b_gave_up_cheaply, 0) ELSE coalesce(a_gave_up_cheaply, 0) END AS payee_gave_up_cheaply
+           CASE WHEN flow_a_to_b > 0 THEN coalesce(b_gave_up_cheaply, 0) ELSE coalesce(a_gave_up_cheaply, 0) END AS payee_gave_up_cheaply,
+           CASE WHEN flow_a_to_b > 0 THEN a_cheap_min_stake ELSE b_cheap_min_stake END AS cheap_min_stake
     FROM pair_features
     WHERE "window" = '30d'
 ),
@@ -43,19 +48,61 @@ t AS (
     WHERE p.payer_gave_up_cheaply >= ${min_gave_up} AND p.flow >= ${min_flow}
       AND p.payee_gave_up_cheaply <= ${max_payee_share} * p.payer_gave_up_cheaply
 ),
-hits AS (
-    SELECT *, greatest(platform_rate, payer_rate_with_others) AS baseline,
-           binomial_at_least(payer_gave_up_cheaply, games, greatest(platform_rate, payer_rate_with_others)) AS p_value
+-- The window's two-player seats, as the pair features count them.
+seats AS (
+    SELECT g.account, g.opponent, g.stake
+    FROM game_players g
+    WHERE g.opponent IS NOT NULL
+      AND g.started_at >= (SELECT max(window_end) FROM pair_features WHERE "window" = '30d') - INTERVAL '30 days'
+      AND g.started_at <= (SELECT max(window_end) FROM pair_features WHERE "window" = '30d')
+),
+platform_stakes AS (
+    SELECT stake, count(*) AS n FROM seats GROUP BY stake
+),
+-- Per tested pair: the platform's share of seats at the payer's smallest cheap give-up stake or more.
+platform_share AS (
+    SELECT t.payer, t.payee, sum(s.n) AS platform_seats,
+           CAST(coalesce(sum(s.n) FILTER (WHERE s.stake >= t.cheap_min_stake), 0) AS DOUBLE)
+               / greatest(coalesce(sum(s.n), 0), 1) AS platform_stake_share
+    FROM t CROSS JOIN platform_stakes s
+    GROUP BY t.payer, t.payee
+),
+-- And the payer's own games against others at such stakes.
+own_share AS (
+    SELECT t.payer, t.payee, count(s.account) AS payer_games_with_others,
+           count(s.account) FILTER (WHERE s.stake >= t.cheap_min_stake) AS payer_games_at_stake_with_others
+    FROM t LEFT JOIN seats s ON s.account = t.payer AND s.opponent <> t.payee
+    GROUP BY t.payer, t.payee
+),
+shares AS (
+    SELECT t.*, ps.platform_stake_share, o.payer_games_with_others, o.payer_games_at_stake_with_others,
+           greatest(t.platform_rate, t.payer_rate_with_others) AS give_up_rate,
+           -- 1 when the stakes are unknown (no seats in the window, or no smallest stake).
+           CASE WHEN t.cheap_min_stake IS NULL OR coalesce(ps.platform_seats, 0) = 0 THEN 1.0
+                ELSE least(1.0, (o.payer_games_at_stake_with_others + ${prior_games} * ps.platform_stake_share)
+                               / (o.payer_games_with_others + ${prior_games}))
+           END AS stake_share
     FROM t
+    LEFT JOIN platform_share ps ON ps.payer = t.payer AND ps.payee = t.payee
+    LEFT JOIN own_share o ON o.payer = t.payer AND o.payee = t.payee
+),
+hits AS (
+    SELECT *, give_up_rate * stake_share AS baseline,
+           binomial_at_least(payer_gave_up_cheaply, games, give_up_rate * stake_share) AS p_value
+    FROM shares
 )
 SELECT payer AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, 'payer' AS role,
        payee AS partner, games, flow, payer_gave_up_cheaply, payee_gave_up_cheaply, platform_rate,
-       payer_rate_with_others, baseline AS baseline_rate, p_value, max_stake, shared_devices, shared_ips,
+       payer_rate_with_others, give_up_rate, cheap_min_stake, platform_stake_share,
+       payer_games_at_stake_with_others, payer_games_with_others, stake_share, baseline AS baseline_rate,
+       p_value, max_stake, shared_devices, shared_ips,
        ${min_gave_up} AS min__payer_gave_up_cheaply, ${max_p} AS max__p_value
 FROM hits WHERE p_value <= ${max_p}
 UNION ALL
 SELECT payee AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, 'payee' AS role,
        payer AS partner, games, flow, payer_gave_up_cheaply, payee_gave_up_cheaply, platform_rate,
-       payer_rate_with_others, baseline AS baseline_rate, p_value, max_stake, shared_devices, shared_ips,
+       payer_rate_with_others, give_up_rate, cheap_min_stake, platform_stake_share,
+       payer_games_at_stake_with_others, payer_games_with_others, stake_share, baseline AS baseline_rate,
+       p_value, max_stake, shared_devices, shared_ips,
        ${min_gave_up}, ${max_p}
 FROM hits WHERE p_value <= ${max_p}

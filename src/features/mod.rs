@@ -318,6 +318,16 @@ pub fn pair_table() -> TableDef {
                 "Of b_gave_up, games b gave up cheaply.",
             ),
             col_def(
+                "a_cheap_min_stake",
+                Int64,
+                "Smallest stake of the games a gave up cheaply to b (null when none).",
+            ),
+            col_def(
+                "b_cheap_min_stake",
+                Int64,
+                "Smallest stake of the games b gave up cheaply to a (null when none).",
+            ),
+            col_def(
                 "result_switches",
                 Int64,
                 "Times the winner changed from one decided game to the next (win trading alternates).",
@@ -724,6 +734,14 @@ fn pair_window(
         count_if(col("quitter").eq(col("b"))).alias("b_gave_up"),
         count_if(col("quitter").eq(col("a")).and(col("quit_cheap"))).alias("a_gave_up_cheaply"),
         count_if(col("quitter").eq(col("b")).and(col("quit_cheap"))).alias("b_gave_up_cheaply"),
+        col("stake")
+            .filter(col("quitter").eq(col("a")).and(col("quit_cheap")))
+            .min()
+            .alias("a_cheap_min_stake"),
+        col("stake")
+            .filter(col("quitter").eq(col("b")).and(col("quit_cheap")))
+            .min()
+            .alias("b_cheap_min_stake"),
         col("stake").max().alias("max_stake"),
     ]);
     // Shared hashes: devices and ips each account used in the window.
