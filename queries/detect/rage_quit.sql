@@ -18,7 +18,7 @@
 --   more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend review.
 -- severity: medium
 -- action: review
--- param min_abandons = 4 : abandons while losing in 30 days
+-- param min_abandons = 3 : abandons while losing in 30 days
 -- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
 -- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
