@@ -644,3 +644,60 @@ fn a_scoped_detect_without_a_matching_last_run_recomputes_every_account() {
     );
     assert_eq!(after, vec![vec!["0".to_string()]]);
 }
+
+/// `a_cheap_min_stake` / `b_cheap_min_stake` on the sample's pipeline agree with the same
+/// definition written in SQL over `game_players`: the smallest stake of the window's two-player
+/// games the account lost by leaving or timing out while not behind or within the first
+/// `CHEAP_GIVE_UP_PLIES` plies; null when it gave none up cheaply.
+#[test]
+fn pair_features_carry_the_smallest_stake_of_cheap_give_ups() {
+    let lake = crate::common::sample_lake();
+    let nulls = crate::common::sql_text(
+        lake,
+        "SELECT count(*) FILTER (WHERE (coalesce(a_gave_up_cheaply, 0) > 0) <> (a_cheap_min_stake IS NOT NULL)),
+                count(*) FILTER (WHERE (coalesce(b_gave_up_cheaply, 0) > 0) <> (b_cheap_min_stake IS NOT NULL)),
+                count(*) FILTER (WHERE a_cheap_min_stake IS NOT NULL OR b_cheap_min_stake IS NOT NULL)
+         FROM pair_features",
+    );
+    assert_eq!(
+        nulls[0][..2],
+        ["0", "0"],
+        "a smallest stake without give-ups, or the reverse"
+    );
+    assert_ne!(
+        nulls[0][2], "0",
+        "the sample has cheap give-ups between pairs"
+    );
+    let plies = vigie::features::CHEAP_GIVE_UP_PLIES;
+    let check = crate::common::sql_text(
+        lake,
+        &format!(
+            "WITH w AS (SELECT max(window_end) AS e FROM pair_features WHERE \"window\" = '30d'),
+             g AS (
+                 SELECT least(account, opponent) AS a, greatest(account, opponent) AS b,
+                        account AS quitter, stake
+                 FROM game_players CROSS JOIN w
+                 WHERE opponent IS NOT NULL AND outcome = 'loss' AND (\"left\" OR timeouts > 0)
+                   AND quit_balance IS NOT NULL AND (quit_balance >= 0 OR game_moves < {plies})
+                   AND started_at >= w.e - INTERVAL '30 days' AND started_at <= w.e
+             ),
+             m AS (
+                 SELECT a, b, min(stake) FILTER (WHERE quitter = a) AS am,
+                        min(stake) FILTER (WHERE quitter = b) AS bm
+                 FROM g GROUP BY a, b
+             )
+             SELECT count(*),
+                    count(*) FILTER (WHERE (p.a_cheap_min_stake IS NOT DISTINCT FROM m.am)
+                                       AND (p.b_cheap_min_stake IS NOT DISTINCT FROM m.bm))
+             FROM m JOIN pair_features p ON p.a = m.a AND p.b = m.b AND p.\"window\" = '30d'"
+        ),
+    );
+    assert_ne!(
+        check[0][0], "0",
+        "no pair with a cheap give-up in the window"
+    );
+    assert_eq!(
+        check[0][0], check[0][1],
+        "pairs whose smallest stake differs from the SQL's"
+    );
+}
