@@ -12,9 +12,9 @@
 --   this partner is the payer's own rate of giving up cheaply against others (shrunk towards the
 --   platform's rate as if it had played prior_games more games at it, or the platform's rate if
 --   higher) times its own share of games at such stakes against others (shrunk the same way towards
---   the platform's share of two-player seats at such stakes). The chance of at least that many such give-ups to this partner
---   (binomial) must be below max_p. Both accounts of the pair are flagged; the evidence names the
---   partner.
+--   the platform's share of two-player seats at such stakes). The chance of at least that many such
+--   give-ups to this partner (binomial) must be below max_p. Both accounts of the pair are flagged;
+--   the evidence names the partner.
 -- severity: high
 -- action: review
 -- param min_gave_up = 2 : games the payer gave up cheaply to the partner, in 30 days
@@ -52,9 +52,9 @@ t AS (
 seats AS (
     SELECT g.account, g.opponent, g.stake
     FROM game_players g
+    CROSS JOIN (SELECT max(window_end) AS window_end FROM pair_features WHERE "window" = '30d') w
     WHERE g.opponent IS NOT NULL
-      AND g.started_at >= (SELECT max(window_end) FROM pair_features WHERE "window" = '30d') - INTERVAL '30 days'
-      AND g.started_at <= (SELECT max(window_end) FROM pair_features WHERE "window" = '30d')
+      AND g.started_at >= w.window_end - INTERVAL '30 days' AND g.started_at <= w.window_end
 ),
 platform_stakes AS (
     SELECT stake, count(*) AS n FROM seats GROUP BY stake

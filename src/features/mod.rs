@@ -719,6 +719,8 @@ fn pair_window(
                 .and(col("prev_sign").neq(col("winner_sign"))),
         )
         .alias("result_switches")]);
+    // The games `who` gave up cheaply.
+    let cheap_by = |who: &str| col("quitter").eq(col(who)).and(col("quit_cheap"));
     let agg = a_side.group_by([col("a"), col("b")]).agg([
         len().cast(DataType::Int64).alias("games"),
         count_if(col("rated")).alias("rated_games"),
@@ -732,14 +734,14 @@ fn pair_window(
         count_if(col("outcome").eq(lit("win")).and(col("quick"))).alias("b_quick_losses"),
         count_if(col("quitter").eq(col("a"))).alias("a_gave_up"),
         count_if(col("quitter").eq(col("b"))).alias("b_gave_up"),
-        count_if(col("quitter").eq(col("a")).and(col("quit_cheap"))).alias("a_gave_up_cheaply"),
-        count_if(col("quitter").eq(col("b")).and(col("quit_cheap"))).alias("b_gave_up_cheaply"),
+        count_if(cheap_by("a")).alias("a_gave_up_cheaply"),
+        count_if(cheap_by("b")).alias("b_gave_up_cheaply"),
         col("stake")
-            .filter(col("quitter").eq(col("a")).and(col("quit_cheap")))
+            .filter(cheap_by("a"))
             .min()
             .alias("a_cheap_min_stake"),
         col("stake")
-            .filter(col("quitter").eq(col("b")).and(col("quit_cheap")))
+            .filter(cheap_by("b"))
             .min()
             .alias("b_cheap_min_stake"),
         col("stake").max().alias("max_stake"),
