@@ -15,8 +15,18 @@
 //!   and `commitInfo`. Its content is a function of the Vigie commit alone,
 //!   and it is published with an exclusive hard link, so two writers rolling
 //!   the log forward at once write the same bytes and one of them wins;
-//! * every [`CHECKPOINT_INTERVAL`] versions, a Parquet checkpoint and
-//!   `_last_checkpoint`.
+//! * when the catalogue declares another schema for a table than the latest
+//!   `metaData` of its log (a build added columns), [`sync`] publishes, after
+//!   rolling the logs forward, a schema version: `commitInfo` (`ADD
+//!   COLUMNS`), the `metaData` action with the new `schemaString` (id, name,
+//!   format, partition columns, configuration and creation time kept) and the
+//!   `txn` of the head's Vigie version (the files do not change), a function of
+//!   the head and the catalogue. Delta readers use the latest `metaData` and
+//!   read the new columns as null in older files, so only additive changes
+//!   are written (see [`SchemaChange`]); any other is left for `vigie lake
+//!   check` to report ([`check`]);
+//! * every [`CHECKPOINT_INTERVAL`] versions, a Parquet checkpoint (with the
+//!   latest `metaData`) and `_last_checkpoint`.
 //!
 //! A crash between a Vigie commit and its Delta commits leaves the Delta logs
 //! one commit behind, which Delta readers see as the previous committed
@@ -268,6 +278,131 @@ pub fn commit_actions(c: &Commit, table: &str) -> Option<Vec<Value>> {
     Some(out)
 }
 
+/// How a table's declared schema stands to the schema of its Delta log (its latest `metaData`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChange {
+    /// The same schema.
+    Same,
+    /// A change Delta readers take on files written before it: every field of the log's schema
+    /// is still declared with the same type (and stays nullable if it was), the partition
+    /// columns are the same, and the fields `added` (possibly none: a reordering, or a column
+    /// made nullable) are nullable, so that older files read them as null.
+    Additive { added: Vec<String> },
+    /// Anything else (a field dropped, retyped or made non-nullable, a non-nullable new field,
+    /// other partition columns), said in words: Vigie does not write it.
+    Incompatible(String),
+}
+
+/// The fields of a Delta schema string: name, type and nullability, in order.
+fn schema_fields(schema: &str) -> std::result::Result<Vec<(String, Value, bool)>, String> {
+    let v: Value = serde_json::from_str(schema).map_err(|e| format!("schemaString: {e}"))?;
+    let fields = v
+        .get("fields")
+        .and_then(Value::as_array)
+        .ok_or("schemaString: not a struct with fields")?;
+    fields
+        .iter()
+        .map(|f| {
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("schemaString: a field without a name")?;
+            Ok((
+                name.to_owned(),
+                f.get("type").cloned().unwrap_or(Value::Null),
+                f.get("nullable").and_then(Value::as_bool).unwrap_or(true),
+            ))
+        })
+        .collect()
+}
+
+/// Compares the `metaData` action `current` of a table's log with the declared schema string
+/// `declared` (see [`schema_string`]) and partition column.
+pub fn schema_change(current: &Value, declared: &str, partition: Option<&str>) -> SchemaChange {
+    let Some(old) = current.get("schemaString").and_then(Value::as_str) else {
+        return SchemaChange::Incompatible("the log's metaData has no schemaString".into());
+    };
+    let (old_fields, new_fields) = match (schema_fields(old), schema_fields(declared)) {
+        (Ok(o), Ok(n)) => (o, n),
+        (Err(e), _) => return SchemaChange::Incompatible(format!("the log's {e}")),
+        (_, Err(e)) => return SchemaChange::Incompatible(format!("the declared {e}")),
+    };
+    let old_partition: Vec<&str> = current
+        .get("partitionColumns")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let new_partition: Vec<&str> = partition.into_iter().collect();
+    if old_partition != new_partition {
+        return SchemaChange::Incompatible(format!(
+            "partition columns {old_partition:?} in the log, {new_partition:?} declared"
+        ));
+    }
+    if old_fields == new_fields {
+        return SchemaChange::Same;
+    }
+    let mut problems = Vec::new();
+    for (name, ty, nullable) in &old_fields {
+        match new_fields.iter().find(|(n, ..)| n == name) {
+            None => problems.push(format!("column {name} is dropped")),
+            Some((_, t, _)) if t != ty => {
+                problems.push(format!("column {name} changes type from {ty} to {t}"));
+            }
+            Some((.., false)) if *nullable => {
+                problems.push(format!("column {name} becomes non-nullable"));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut added = Vec::new();
+    for (name, _, nullable) in &new_fields {
+        if !old_fields.iter().any(|(n, ..)| n == name) {
+            if *nullable {
+                added.push(name.clone());
+            } else {
+                problems.push(format!(
+                    "new column {name} is non-nullable (older files have no value for it)"
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        SchemaChange::Additive { added }
+    } else {
+        SchemaChange::Incompatible(problems.join("; "))
+    }
+}
+
+/// The `metaData` action `current` with the schema string `schema`: its id, name, format,
+/// partition columns, configuration and creation time unchanged.
+pub fn with_schema(current: &Value, schema: &str) -> Value {
+    let mut meta = current.clone();
+    if let Some(m) = meta.as_object_mut() {
+        m.insert("schemaString".into(), json!(schema));
+    }
+    meta
+}
+
+/// The actions of a schema version: `commitInfo`, the new `metaData` action `meta` (see
+/// [`with_schema`]) and the `txn` of Vigie version `at` (the one the previous Delta version
+/// describes: the files are the same).
+pub fn schema_actions(meta: &Value, added: &[String], at: u64, time_ms: i64) -> Vec<Value> {
+    vec![
+        json!({"commitInfo": {
+            "timestamp": time_ms,
+            "operation": if added.is_empty() { "CHANGE COLUMN" } else { "ADD COLUMNS" },
+            "operationParameters": {
+                "columns": json!(added).to_string(),
+                "vigieVersion": at.to_string(),
+            },
+            "engineInfo": concat!("vigie/", env!("CARGO_PKG_VERSION")),
+            "isBlindAppend": true,
+        }}),
+        json!({"metaData": meta}),
+        txn_action(at, time_ms),
+    ]
+}
+
 /// The newest Delta version of a table and the Vigie version it describes; `None` without a log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
@@ -375,11 +510,163 @@ pub fn head(root: &Path, table: &str) -> Result<Option<Head>> {
     }))
 }
 
-/// Publishes `actions` as version `version` of the log in `dir`, all or nothing: written to a
-/// temporary file, fsynced, then linked under its name (which fails if it exists). When the
-/// version exists already, it must describe the same Vigie version (another writer rolled
-/// forward first); anything else is a conflict.
-fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<()> {
+/// The latest `metaData` action of a table's log, as of Delta version `through`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableMeta {
+    pub through: u64,
+    pub action: Value,
+}
+
+/// The `metaData` action among `actions`, if any.
+fn metadata_of(actions: &[Value]) -> Option<&Value> {
+    actions.iter().find_map(|a| a.get("metaData"))
+}
+
+/// The latest `metaData` action of a table's log as of Delta version `head`: from `known` (as
+/// of an earlier version) and the JSON commits after it; without `known`, from the newest JSON
+/// commit since the newest checkpoint that carries one, else from that checkpoint.
+pub fn latest_metadata(
+    root: &Path,
+    table: &str,
+    head: u64,
+    known: Option<TableMeta>,
+) -> Result<TableMeta> {
+    let dir = log_dir(root, table);
+    let newest_in = |from: u64| -> Result<Option<Value>> {
+        for v in (from..=head).rev() {
+            let path = commit_file(&dir, v);
+            let text = fs::read_to_string(&path).map_err(|e| LakeError::Io {
+                path: path.clone(),
+                source: e,
+            })?;
+            // Most versions only add and remove files: no need to parse them.
+            if !text.contains("\"metaData\"") {
+                continue;
+            }
+            if let Some(m) = metadata_of(&read_actions(&path)?) {
+                return Ok(Some(m.clone()));
+            }
+        }
+        Ok(None)
+    };
+    if let Some(k) = known.filter(|k| k.through <= head) {
+        let action = newest_in(k.through + 1)?.unwrap_or(k.action);
+        return Ok(TableMeta {
+            through: head,
+            action,
+        });
+    }
+    let (_, checkpoints) = list_versions(&dir)?;
+    let cp = checkpoints.iter().rev().find(|&&c| c <= head).copied();
+    let action = match newest_in(cp.unwrap_or(0))? {
+        Some(m) => m,
+        None => match cp {
+            Some(c) => checkpoint_metadata(&checkpoint_file(&dir, c))?
+                .ok_or_else(|| corrupt(&checkpoint_file(&dir, c), "no metaData action"))?,
+            None => return Err(corrupt(&commit_file(&dir, 0), "no metaData action")),
+        },
+    };
+    Ok(TableMeta {
+        through: head,
+        action,
+    })
+}
+
+/// The latest `metaData` action of a table's Delta log (the one Delta readers use); `None`
+/// without a log.
+pub fn metadata(root: &Path, table: &str) -> Result<Option<Value>> {
+    match head(root, table)? {
+        Some(h) => Ok(Some(latest_metadata(root, table, h.delta, None)?.action)),
+        None => Ok(None),
+    }
+}
+
+/// One value of an Arrow array as JSON: strings, integers, booleans, lists, string maps and
+/// structs (whose null fields are left out, as a JSON commit leaves them out).
+fn cell(a: &dyn arrow::array::Array, i: usize) -> std::result::Result<Value, String> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int32Type, Int64Type};
+    if a.is_null(i) {
+        return Ok(Value::Null);
+    }
+    Ok(match a.data_type() {
+        DataType::Utf8 => json!(a.as_string::<i32>().value(i)),
+        DataType::LargeUtf8 => json!(a.as_string::<i64>().value(i)),
+        DataType::Int64 => json!(a.as_primitive::<Int64Type>().value(i)),
+        DataType::Int32 => json!(a.as_primitive::<Int32Type>().value(i)),
+        DataType::Boolean => json!(a.as_boolean().value(i)),
+        DataType::List(_) => {
+            let l = a.as_list::<i32>().value(i);
+            Value::Array(
+                (0..l.len())
+                    .map(|j| cell(&l, j))
+                    .collect::<std::result::Result<_, _>>()?,
+            )
+        }
+        DataType::Map(..) => {
+            let entries = a.as_map().value(i);
+            let mut m = serde_json::Map::new();
+            for j in 0..entries.len() {
+                let Value::String(k) = cell(entries.column(0), j)? else {
+                    return Err("a map key is not a string".into());
+                };
+                m.insert(k, cell(entries.column(1), j)?);
+            }
+            Value::Object(m)
+        }
+        DataType::Struct(_) => {
+            let st = a.as_struct();
+            let mut m = serde_json::Map::new();
+            for (f, c) in st.fields().iter().zip(st.columns()) {
+                let v = cell(c, i)?;
+                if !v.is_null() {
+                    m.insert(f.name().clone(), v);
+                }
+            }
+            Value::Object(m)
+        }
+        other => return Err(format!("no JSON for {other}")),
+    })
+}
+
+/// The `metaData` action of a Parquet checkpoint, as a JSON commit carries it; `None` when the
+/// checkpoint has none.
+pub fn checkpoint_metadata(path: &Path) -> Result<Option<Value>> {
+    use arrow::array::{Array, AsArray};
+    let file = File::open(path).map_err(|e| LakeError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let Some(root) = builder
+        .parquet_schema()
+        .root_schema()
+        .get_fields()
+        .iter()
+        .position(|f| f.name() == "metaData")
+    else {
+        return Err(corrupt(path, "no metaData column"));
+    };
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), [root]);
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let meta = batch
+            .column_by_name("metaData")
+            .and_then(|c| c.as_struct_opt())
+            .ok_or_else(|| corrupt(path, "metaData is not a struct column"))?;
+        if let Some(i) = (0..meta.len()).find(|&i| meta.is_valid(i)) {
+            return cell(meta, i)
+                .map(Some)
+                .map_err(|e| corrupt(path, format!("metaData: {e}")));
+        }
+    }
+    Ok(None)
+}
+
+/// Links `actions` as version `version` of the log in `dir`, all or nothing: written to a
+/// temporary file, fsynced, then linked under its name (which fails if it exists). `None` when
+/// this call wrote the version, else the actions of the version that exists already.
+fn try_link(dir: &Path, version: u64, actions: &[Value]) -> Result<Option<Vec<Value>>> {
     fs::create_dir_all(dir).map_err(|e| LakeError::Io {
         path: dir.to_path_buf(),
         source: e,
@@ -403,19 +690,8 @@ fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<()
     let linked = fs::hard_link(&tmp, &target);
     let _ = fs::remove_file(&tmp);
     match linked {
-        Ok(()) => super::fsync_dir(dir),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let existing = read_actions(&target)?;
-            let got = vigie_version_of(&target, &existing)?;
-            if got == vigie {
-                Ok(())
-            } else {
-                Err(LakeError::Conflict(format!(
-                    "{} describes Vigie version {got}, expected {vigie}",
-                    target.display()
-                )))
-            }
-        }
+        Ok(()) => super::fsync_dir(dir).map(|()| None),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_actions(&target).map(Some),
         Err(e) => Err(LakeError::Io {
             path: target,
             source: e,
@@ -423,9 +699,47 @@ fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<()
     }
 }
 
+/// Whether a Delta version only changes the table's metadata (a schema version: `metaData`,
+/// no file).
+fn is_schema_only(actions: &[Value]) -> bool {
+    actions.iter().any(|a| a.get("metaData").is_some())
+        && !actions
+            .iter()
+            .any(|a| a.get("add").is_some() || a.get("remove").is_some())
+}
+
+/// Publishes `actions`, which describe Vigie version `vigie`, as version `version` of the log in
+/// `dir` (see [`try_link`]) and returns the version it holds. When the version exists already,
+/// it must describe the same Vigie version (another writer rolled forward first); a schema
+/// version another writer published on an earlier Vigie version is stepped over (the actions
+/// go to the next version); anything else is a conflict.
+fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<u64> {
+    let mut version = version;
+    loop {
+        let Some(existing) = try_link(dir, version, actions)? else {
+            return Ok(version);
+        };
+        let target = commit_file(dir, version);
+        let got = vigie_version_of(&target, &existing)?;
+        if got == vigie {
+            return Ok(version);
+        }
+        if got < vigie && is_schema_only(&existing) {
+            version += 1;
+            continue;
+        }
+        return Err(LakeError::Conflict(format!(
+            "{} describes Vigie version {got}, expected {vigie}",
+            target.display()
+        )));
+    }
+}
+
 /// The Delta version of a table that describes Vigie version `vigie`: the newest one whose `txn`
-/// is at most `vigie` (a binary search: `txn` grows with the Delta version). `None` when the
-/// table's log starts after it or does not exist.
+/// is at most `vigie` (a binary search: `txn` never decreases with the Delta version). A schema
+/// version repeats the `txn` of the version before it (same files, newer schema), so it is the
+/// one chosen for that Vigie version. `None` when the table's log starts after it or does not
+/// exist.
 pub fn version_for(root: &Path, table: &str, vigie: u64) -> Result<Option<u64>> {
     let dir = log_dir(root, table);
     let (commits, _) = list_versions(&dir)?;
@@ -481,11 +795,16 @@ pub struct SyncReport {
     pub commits: u64,
     /// Checkpoints written.
     pub checkpoints: u64,
+    /// Tables given a schema version (the catalogue added columns to them).
+    pub evolved: Vec<String>,
 }
 
 /// Rolls every table's Delta log forward to the lake's latest Vigie version: creates the logs of
 /// tables that have none (from `catalogue`, or from a file's schema), then writes, in Vigie order,
-/// the Delta commit of every Vigie commit a table has not got yet, and the checkpoints due.
+/// the Delta commit of every Vigie commit a table has not got yet, and the checkpoints due. Last,
+/// a table of `catalogue` whose log has another schema gets a schema version when the change is
+/// additive (see [`SchemaChange`]); otherwise it is left as it is, with a warning (and
+/// [`check`] reports it).
 pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<SyncReport> {
     let _guard = lake.delta_lock.lock().unwrap_or_else(|p| p.into_inner());
     let root = lake.root();
@@ -497,6 +816,11 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     tables.extend(state.tombstones.keys().map(|p| table_of(p).to_owned()));
     let mut heads = lake
         .delta_heads
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut metas = lake
+        .delta_meta
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
@@ -581,8 +905,7 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
                 continue;
             };
             let dir = log_dir(root, t);
-            let version = h.delta + 1;
-            publish(&dir, version, &actions, v)?;
+            let version = publish(&dir, h.delta + 1, &actions, v)?;
             report.commits += 1;
             if report.commits == 1 {
                 super::failpoint("delta_partial");
@@ -594,13 +917,25 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
                     vigie: v,
                 },
             );
+            // A commit of files carries no metaData: the known one holds on, unless the version
+            // stepped over another writer's schema version (then the next look reads it).
+            if let Some(m) = metas.get_mut(t)
+                && m.through == h.delta
+                && version == h.delta + 1
+            {
+                m.through = version;
+            }
             if version % CHECKPOINT_INTERVAL == 0 && v == latest {
-                write_checkpoint(root, t, version, &state)?;
+                let meta = latest_metadata(root, t, version, metas.remove(t))?;
+                write_checkpoint(root, t, version, &state, &meta.action)?;
+                metas.insert(t.to_owned(), meta);
                 report.checkpoints += 1;
             }
         }
     }
+    evolve(lake, catalogue, &state, &mut heads, &mut metas, &mut report)?;
     *lake.delta_heads.lock().unwrap_or_else(|p| p.into_inner()) = heads;
+    *lake.delta_meta.lock().unwrap_or_else(|p| p.into_inner()) = metas;
     if hint != Some(latest) {
         let tmp = root.join(format!("_vigie/tmp/delta-synced-{}", super::random_id()));
         if fs::write(&tmp, latest.to_string()).is_ok() && fs::rename(&tmp, &hint_path).is_err() {
@@ -608,6 +943,77 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
         }
     }
     Ok(report)
+}
+
+/// The schema step of [`sync`], once every log is rolled forward: for every table of
+/// `catalogue` with a log, compares its latest `metaData` with the declared schema and, when the
+/// change is additive, publishes a schema version (see [`schema_actions`]) after its head. The
+/// version is a function of the head and the catalogue alone (the time is that of the Vigie
+/// version the head describes), so writers of the same build racing write the same bytes. A
+/// writer that finds the version taken (by another writer's schema version or next commit)
+/// leaves it to the next sync.
+fn evolve(
+    lake: &Lake,
+    catalogue: &BTreeMap<String, TableSchema>,
+    state: &State,
+    heads: &mut BTreeMap<String, Head>,
+    metas: &mut BTreeMap<String, TableMeta>,
+    report: &mut SyncReport,
+) -> Result<()> {
+    let root = lake.root();
+    for (t, declared) in catalogue {
+        let Some(h) = heads.get(t).copied() else {
+            continue;
+        };
+        let dir = log_dir(root, t);
+        let first_look = !metas.contains_key(t);
+        let meta = latest_metadata(root, t, h.delta, metas.remove(t))?;
+        let schema = schema_string(&declared.schema, declared.partition.as_deref())
+            .map_err(|e| corrupt(&dir, format!("table {t}: {e}")))?;
+        let added = match schema_change(&meta.action, &schema, declared.partition.as_deref()) {
+            SchemaChange::Same => {
+                metas.insert(t.clone(), meta);
+                continue;
+            }
+            SchemaChange::Incompatible(why) => {
+                // Once per process and table, not at every commit of a stream.
+                if first_look {
+                    tracing::warn!(table = %t, delta_version = h.delta, reason = %why, "the Delta log keeps its schema: the catalogue's cannot replace it");
+                }
+                metas.insert(t.clone(), meta);
+                continue;
+            }
+            SchemaChange::Additive { added } => added,
+        };
+        let time = state_time(lake, h.vigie)?;
+        let new_meta = with_schema(&meta.action, &schema);
+        let actions = schema_actions(&new_meta, &added, h.vigie, time);
+        let version = h.delta + 1;
+        if try_link(&dir, version, &actions)?.is_some() {
+            tracing::debug!(table = %t, delta_version = version, "another writer took the Delta version: the schema waits for the next sync");
+            metas.insert(t.clone(), meta);
+            continue;
+        }
+        tracing::info!(table = %t, delta_version = version, added = ?added, "Delta schema version");
+        let new = TableMeta {
+            through: version,
+            action: new_meta,
+        };
+        heads.insert(
+            t.clone(),
+            Head {
+                delta: version,
+                vigie: h.vigie,
+            },
+        );
+        report.evolved.push(t.clone());
+        if version % CHECKPOINT_INTERVAL == 0 && h.vigie == state.version {
+            write_checkpoint(root, t, version, state, &new.action)?;
+            report.checkpoints += 1;
+        }
+        metas.insert(t.clone(), new);
+    }
+    Ok(())
 }
 
 /// The time of Vigie commit `v` (0 for an empty lake): the time of actions written for it.
@@ -668,16 +1074,17 @@ fn struct_of(fields: Vec<(Field, ArrayRef)>, present: &[bool]) -> Result<ArrayRe
 }
 
 /// Writes the classic single-file checkpoint of `version` of a table (its live files and
-/// tombstones at the Vigie `state`), then `_last_checkpoint`.
-fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Result<()> {
+/// tombstones at the Vigie `state`, its latest `metaData` action `meta`), then
+/// `_last_checkpoint`.
+fn write_checkpoint(
+    root: &Path,
+    table: &str,
+    version: u64,
+    state: &State,
+    meta: &Value,
+) -> Result<()> {
     let dir = log_dir(root, table);
-    // Protocol and metadata are those of version 0 (Vigie never changes them).
-    let v0 = read_actions(&commit_file(&dir, 0))?;
-    let meta = v0
-        .iter()
-        .find_map(|a| a.get("metaData"))
-        .cloned()
-        .ok_or_else(|| corrupt(&commit_file(&dir, 0), "no metaData action"))?;
+    // The protocol is version 0's (Vigie never changes it); the metadata is the latest.
     let files: Vec<&FileEntry> = state.table_files(table).collect();
     let tombs: Vec<(&String, &i64)> = state
         .tombstones
@@ -706,12 +1113,33 @@ fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Re
         &is(0, 1),
     )?;
     // metaData
-    let s = |k: &str| {
-        meta.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
+    let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+    let required = |k: &str| {
+        s(k).ok_or_else(|| corrupt(&dir, format!("table {table}: its metaData has no {k}")))
     };
+    let (id, schema_string) = (required("id")?, required("schemaString")?);
+    // The format's options and the configuration: maps of strings.
+    let strings = |v: Option<&Value>| -> Vec<(String, String)> {
+        v.and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let options = strings(meta.get("format").and_then(|f| f.get("options")));
+    let configuration = strings(meta.get("configuration"));
+    let provider = meta
+        .get("format")
+        .and_then(|f| f.get("provider"))
+        .and_then(Value::as_str)
+        .unwrap_or("parquet");
     let partition_columns: Vec<String> = meta
         .get("partitionColumns")
         .and_then(Value::as_array)
@@ -734,11 +1162,11 @@ fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Re
         vec![
             (
                 Field::new("provider", DataType::Utf8, false),
-                Arc::new(StringArray::from(vec!["parquet"; n])) as ArrayRef,
+                Arc::new(StringArray::from(vec![provider; n])) as ArrayRef,
             ),
             (
                 Field::new("options", map_type(), false),
-                string_map(&vec![Some(Vec::new()); n]),
+                string_map(&vec![Some(options); n]),
             ),
         ],
         &vec![true; n],
@@ -747,7 +1175,7 @@ fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Re
         vec![
             (
                 Field::new("id", DataType::Utf8, false),
-                Arc::new(StringArray::from(vec![s("id"); n])) as ArrayRef,
+                Arc::new(StringArray::from(vec![id; n])) as ArrayRef,
             ),
             (
                 Field::new("name", DataType::Utf8, true),
@@ -759,7 +1187,7 @@ fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Re
             ),
             (
                 Field::new("schemaString", DataType::Utf8, false),
-                Arc::new(StringArray::from(vec![s("schemaString"); n])) as ArrayRef,
+                Arc::new(StringArray::from(vec![schema_string; n])) as ArrayRef,
             ),
             (
                 Field::new("partitionColumns", DataType::List(list_field), false),
@@ -775,7 +1203,7 @@ fn write_checkpoint(root: &Path, table: &str, version: u64, state: &State) -> Re
             ),
             (
                 Field::new("configuration", map_type(), false),
-                string_map(&vec![Some(Vec::new()); n]),
+                string_map(&vec![Some(configuration); n]),
             ),
         ],
         &is(1, 1),
@@ -1085,7 +1513,9 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
         }
         let latest = commits.last().copied().unwrap_or(0);
         let mut live: BTreeMap<String, u64> = BTreeMap::new();
-        let mut at_version: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        // The live files and the latest metaData at each checkpoint's version.
+        let mut at_version: BTreeMap<u64, (BTreeSet<String>, Option<Value>)> = BTreeMap::new();
+        let mut meta: Option<Value> = None;
         let mut vigie = None;
         let mut broken = false;
         for v in 0..=latest {
@@ -1113,8 +1543,11 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
                             .push(format!("table {t}: Delta version {v}: {e}")),
                     }
                     replay(&mut live, &actions);
+                    if let Some(m) = metadata_of(&actions) {
+                        meta = Some(m.clone());
+                    }
                     if checkpoints.contains(&v) {
-                        at_version.insert(v, live.keys().cloned().collect());
+                        at_version.insert(v, (live.keys().cloned().collect(), meta.clone()));
                     }
                 }
                 Err(e) => {
@@ -1125,7 +1558,7 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
                 }
             }
         }
-        for (&v, expected) in &at_version {
+        for (&v, (expected, expected_meta)) in &at_version {
             match checkpoint_adds(&checkpoint_file(&dir, v)) {
                 Ok(got) if &got == expected => {}
                 Ok(got) => c.problems.push(format!(
@@ -1135,6 +1568,32 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
                     got.symmetric_difference(expected).count()
                 )),
                 Err(e) => c.problems.push(format!("table {t}: checkpoint {v}: {e}")),
+            }
+            match checkpoint_metadata(&checkpoint_file(&dir, v)) {
+                Ok(got) if got.as_ref() == expected_meta.as_ref() => {}
+                Ok(_) => c.problems.push(format!(
+                    "table {t}: checkpoint {v} carries other metadata (schema) than its commits"
+                )),
+                Err(e) => c.problems.push(format!("table {t}: checkpoint {v}: {e}")),
+            }
+        }
+        if !broken && let (Some(m), Some(declared)) = (&meta, catalogue.get(&t)) {
+            match schema_string(&declared.schema, declared.partition.as_deref()) {
+                Ok(want) => match schema_change(m, &want, declared.partition.as_deref()) {
+                    SchemaChange::Same => {}
+                    SchemaChange::Additive { added } => c.problems.push(format!(
+                        "table {t}: the schema of Delta version {latest} is not the catalogue's ({}; the next writer publishes it)",
+                        if added.is_empty() {
+                            "columns reordered or made nullable".to_owned()
+                        } else {
+                            format!("without the columns {}", added.join(", "))
+                        }
+                    )),
+                    SchemaChange::Incompatible(why) => c.problems.push(format!(
+                        "table {t}: the schema of Delta version {latest} is not the catalogue's, and no writer changes it: {why}"
+                    )),
+                },
+                Err(e) => c.problems.push(format!("table {t}: {e}")),
             }
         }
         c.delta_version = Some(latest);
@@ -1302,6 +1761,231 @@ mod tests {
                 .iter()
                 .any(|x| x["add"]["dataChange"] == true)
         );
+    }
+
+    fn nullable(name: &str, ty: DataType) -> Field {
+        Field::new(name, ty, true)
+    }
+
+    /// The `metaData` action version 0 gives a table of `fields`, partitioned by `date`.
+    fn created(fields: Vec<Field>) -> Value {
+        let a = create_actions("t", &Schema::new(fields), Some("date"), &[], 3, 1_000).unwrap();
+        metadata_of(&a).unwrap().clone()
+    }
+
+    fn declared(fields: Vec<Field>, partition: Option<&str>) -> String {
+        schema_string(&Schema::new(fields), partition).unwrap()
+    }
+
+    /// The declared schema of a table `t` of columns `a` (a string) and `b` (a long).
+    fn a_and_b() -> String {
+        declared(
+            vec![
+                nullable("a", DataType::Utf8),
+                nullable("b", DataType::Int64),
+            ],
+            Some("date"),
+        )
+    }
+
+    #[test]
+    fn only_additive_schema_changes_evolve_the_log() {
+        use DataType::{Int64, Utf8};
+        let base = || vec![Field::new("a", Utf8, false), nullable("n", Int64)];
+        let meta = created(base());
+        let change = |fields: Vec<Field>| {
+            schema_change(&meta, &declared(fields, Some("date")), Some("date"))
+        };
+        assert_eq!(change(base()), SchemaChange::Same);
+        // A nullable column anywhere (Delta matches columns by name) is additive.
+        let mut more = base();
+        more.insert(1, nullable("x", Int64));
+        more.push(nullable("y", Utf8));
+        assert_eq!(
+            change(more),
+            SchemaChange::Additive {
+                added: vec!["x".into(), "y".into()]
+            }
+        );
+        // Reordering, or relaxing a column to nullable, changes no file's meaning.
+        assert_eq!(
+            change(vec![nullable("n", Int64), Field::new("a", Utf8, false)]),
+            SchemaChange::Additive { added: vec![] }
+        );
+        assert_eq!(
+            change(vec![nullable("a", Utf8), nullable("n", Int64)]),
+            SchemaChange::Additive { added: vec![] }
+        );
+        let incompatible = |c: SchemaChange, word: &str| match c {
+            SchemaChange::Incompatible(why) => assert!(why.contains(word), "{why}"),
+            other => panic!("{other:?} where {word} was expected"),
+        };
+        incompatible(change(vec![Field::new("a", Utf8, false)]), "n is dropped");
+        incompatible(
+            change(vec![Field::new("a", Utf8, false), nullable("n", Utf8)]),
+            "changes type",
+        );
+        incompatible(
+            change(vec![
+                Field::new("a", Utf8, false),
+                Field::new("n", Int64, false),
+            ]),
+            "non-nullable",
+        );
+        let mut strict = base();
+        strict.push(Field::new("z", Int64, false));
+        incompatible(change(strict), "new column z is non-nullable");
+        incompatible(
+            schema_change(&meta, &declared(base(), None), None),
+            "partition columns",
+        );
+        incompatible(
+            schema_change(&json!({"id": "x"}), &declared(base(), None), None),
+            "no schemaString",
+        );
+    }
+
+    #[test]
+    fn a_schema_version_keeps_the_metadata_but_the_schema_and_repeats_the_txn() {
+        let old = created(vec![nullable("a", DataType::Utf8)]);
+        let schema = a_and_b();
+        let meta = with_schema(&old, &schema);
+        let added = vec!["b".to_owned()];
+        let actions = schema_actions(&meta, &added, 7, 5_000);
+        // The same inputs give the same bytes (racing writers write the same version).
+        let text = |a: &[Value]| {
+            a.iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(
+            text(&actions),
+            text(&schema_actions(&meta, &added, 7, 5_000))
+        );
+        assert!(is_schema_only(&actions));
+        // Version 0 (metaData and files) is not one.
+        assert!(!is_schema_only(&[
+            json!({"metaData": {}}),
+            json!({"add": {}})
+        ]));
+        let m = metadata_of(&actions).unwrap();
+        assert_eq!(m["schemaString"], json!(schema));
+        // All the rest is the old metaData's.
+        let mut rest = m.clone();
+        rest["schemaString"] = old["schemaString"].clone();
+        assert_eq!(rest, old);
+        assert_eq!(m["createdTime"], 1_000);
+        assert_eq!(schema_change(m, &schema, Some("date")), SchemaChange::Same);
+        let info = &actions[0]["commitInfo"];
+        assert_eq!(info["operation"], "ADD COLUMNS");
+        assert_eq!(info["operationParameters"]["columns"], r#"["b"]"#);
+        assert_eq!(info["timestamp"], 5_000);
+        assert_eq!(
+            actions
+                .iter()
+                .filter_map(|a| a.get("txn"))
+                .collect::<Vec<_>>(),
+            vec![&json!({"appId": "vigie", "version": 7, "lastUpdated": 5_000})]
+        );
+        assert_eq!(
+            schema_actions(&meta, &[], 7, 5_000)[0]["commitInfo"]["operation"],
+            "CHANGE COLUMN"
+        );
+    }
+
+    #[test]
+    fn the_latest_metadata_comes_from_the_newest_commit_or_checkpoint_and_writers_step_over_a_schema_version()
+     {
+        let root = tempfile::tempdir().unwrap();
+        let dir = log_dir(root.path(), "t");
+        let v0 = create_actions(
+            "t",
+            &Schema::new(vec![nullable("a", DataType::Utf8)]),
+            Some("date"),
+            &[],
+            0,
+            0,
+        )
+        .unwrap();
+        assert_eq!(publish(&dir, 0, &v0, 0).unwrap(), 0);
+        let old = metadata_of(&v0).unwrap().clone();
+        let schema = a_and_b();
+        let new = with_schema(&old, &schema);
+        // Another writer's schema version on Vigie version 0 takes Delta version 1...
+        assert!(
+            try_link(&dir, 1, &schema_actions(&new, &["b".into()], 0, 0))
+                .unwrap()
+                .is_none()
+        );
+        // ...and taking it again finds it there.
+        assert!(
+            try_link(&dir, 1, &schema_actions(&new, &["b".into()], 0, 0))
+                .unwrap()
+                .is_some()
+        );
+        // A writer rolling Vigie commit 4 forward from head 0 lands after it.
+        let commit4 = vec![txn_action(4, 9), json!({"add": {"path": "p.parquet"}})];
+        assert_eq!(publish(&dir, 1, &commit4, 4).unwrap(), 2);
+        assert_eq!(
+            publish(&dir, 2, &commit4, 4).unwrap(),
+            2,
+            "the same commit again"
+        );
+        assert!(matches!(
+            publish(&dir, 2, &commit4, 5),
+            Err(LakeError::Conflict(_))
+        ));
+        assert_eq!(
+            head(root.path(), "t").unwrap(),
+            Some(Head { delta: 2, vigie: 4 })
+        );
+        // Time travel: Vigie version 0 reads the newest version naming it, the schema version.
+        assert_eq!(version_for(root.path(), "t", 0).unwrap(), Some(1));
+        assert_eq!(version_for(root.path(), "t", 3).unwrap(), Some(1));
+        assert_eq!(version_for(root.path(), "t", 4).unwrap(), Some(2));
+        // From the JSON commits: fresh, or from what was known at an older version.
+        let fresh = latest_metadata(root.path(), "t", 2, None).unwrap();
+        assert_eq!(
+            fresh,
+            TableMeta {
+                through: 2,
+                action: new.clone()
+            }
+        );
+        let stale = TableMeta {
+            through: 0,
+            action: old.clone(),
+        };
+        assert_eq!(
+            latest_metadata(root.path(), "t", 2, Some(stale.clone()))
+                .unwrap()
+                .action,
+            new
+        );
+        assert_eq!(
+            latest_metadata(root.path(), "t", 0, None).unwrap().action,
+            old
+        );
+        // A checkpoint carries the latest metaData, and reads back as the JSON carries it.
+        let state = State {
+            version: 4,
+            ..State::default()
+        };
+        write_checkpoint(root.path(), "t", 2, &state, &new).unwrap();
+        assert_eq!(
+            checkpoint_metadata(&checkpoint_file(&dir, 2)).unwrap(),
+            Some(new.clone())
+        );
+        // With versions 0 and 1 gone, the checkpoint is where the metadata comes from.
+        for v in [0, 1] {
+            fs::remove_file(commit_file(&dir, v)).unwrap();
+        }
+        assert_eq!(
+            latest_metadata(root.path(), "t", 2, None).unwrap().action,
+            new
+        );
+        assert_eq!(metadata(root.path(), "t").unwrap(), Some(new));
     }
 
     #[test]

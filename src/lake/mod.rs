@@ -105,6 +105,8 @@ pub struct Lake {
     /// One Delta roll-forward at a time in this process, and the heads it knows.
     delta_lock: Mutex<()>,
     delta_heads: Mutex<BTreeMap<String, delta::Head>>,
+    /// The latest `metaData` of each table's Delta log it knows.
+    delta_meta: Mutex<BTreeMap<String, delta::TableMeta>>,
 }
 
 /// A committed state of the lake, for readers.
@@ -226,6 +228,7 @@ impl Lake {
             catalogue: BTreeMap::new(),
             delta_lock: Mutex::new(()),
             delta_heads: Mutex::new(BTreeMap::new()),
+            delta_meta: Mutex::new(BTreeMap::new()),
         })
     }
 
