@@ -552,3 +552,258 @@ while time.time() < end:
     assert!(samples >= seconds as usize, "{samples} samples");
     assert!(compacted, "the stream compacted while the reader sampled");
 }
+
+/// Writes one `pair_features` file with the columns of `def`, one row per pair, every count and
+/// stake `n`, in one commit.
+fn commit_pairs(
+    lake: &vigie::lake::Lake,
+    def: &vigie::lake::tables::TableDef,
+    pairs: &[(&str, &str)],
+    n: i64,
+) {
+    let rows: Vec<serde_json::Value> = pairs
+        .iter()
+        .map(|(a, b)| {
+            let mut row = serde_json::Map::new();
+            for c in &def.columns {
+                if c.ty == arrow::datatypes::DataType::Int64 {
+                    row.insert(c.name.into(), n.into());
+                }
+            }
+            row.insert("a".into(), (*a).into());
+            row.insert("b".into(), (*b).into());
+            row.insert("window".into(), "30d".into());
+            row.insert("window_end".into(), "2026-11-27T00:00:00Z".into());
+            serde_json::Value::Object(row)
+        })
+        .collect();
+    let schema = def.schema();
+    let mut decoder = arrow::json::ReaderBuilder::new(schema.clone())
+        .build_decoder()
+        .unwrap();
+    decoder.serialize(&rows).unwrap();
+    let batch = decoder.flush().unwrap().unwrap();
+    let mut w = lake.writer().unwrap();
+    let mut txn = w.begin("test").unwrap();
+    let file = txn.new_file(def.name, None).unwrap();
+    let mut meta = vigie::lake::parquet::batch_meta(def, &batch);
+    meta.bytes = vigie::lake::parquet::write_file(&file.pending, def, schema, &[batch]).unwrap();
+    txn.add_file_meta(file, meta);
+    txn.commit(serde_json::json!({})).unwrap();
+}
+
+/// The field names of a Delta `metaData` action's schema.
+fn delta_columns(meta: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(meta["schemaString"].as_str().expect("schemaString")).unwrap();
+    schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A lake made by an older build, whose catalogue lacked `pair_features.a_cheap_min_stake` and
+/// `b_cheap_min_stake`, gets a Delta schema version from the first sync of this build: the
+/// latest metaData, the next checkpoint and every Delta reader have the columns (null in the
+/// older file), `lake check` is clean, and the older build neither undoes it nor writes more.
+#[test]
+fn columns_the_catalogue_adds_reach_the_delta_log_its_checkpoints_and_its_readers() {
+    use vigie::lake::delta;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lake");
+    let added = ["a_cheap_min_stake", "b_cheap_min_stake"];
+    let full = vigie::features::pair_table();
+    let mut older = full.clone();
+    older.columns.retain(|c| !added.contains(&c.name));
+    let older_catalogue: Vec<_> = vigie::catalog::tables()
+        .into_iter()
+        .map(|t| {
+            if t.name == full.name {
+                older.clone()
+            } else {
+                t
+            }
+        })
+        .collect();
+    let table = full.name;
+    let has_added = |meta: &serde_json::Value| {
+        let cols = delta_columns(meta);
+        added.iter().all(|a| cols.iter().any(|c| c == a))
+    };
+
+    // The older build creates every log and commits a file without the columns (Vigie 1).
+    let old = vigie::lake::Lake::open(&path)
+        .unwrap()
+        .with_catalogue(&older_catalogue);
+    commit_pairs(&old, &older, &[("p0", "q0"), ("p1", "q1")], 1);
+    assert_eq!(old.sync_delta().unwrap().evolved, Vec::<String>::new());
+    let before = delta::metadata(&path, table).unwrap().expect("a log");
+    assert!(!has_added(&before), "{before}");
+    assert_eq!(
+        delta::head(&path, table).unwrap(),
+        Some(delta::Head { delta: 1, vigie: 1 })
+    );
+
+    // This build, before any sync: `check` names the missing columns.
+    let new = vigie::catalog::open(&path).unwrap();
+    let problems = |lake: &vigie::lake::Lake| -> Vec<String> {
+        let checks = lake.check_delta().unwrap();
+        checks.into_iter().flat_map(|c| c.problems).collect()
+    };
+    let problems_new = problems(&new);
+    assert_eq!(problems_new.len(), 1, "{problems_new:?}");
+    assert!(
+        problems_new[0].contains(table) && problems_new[0].contains("a_cheap_min_stake"),
+        "{problems_new:?}"
+    );
+
+    // Its sync publishes Delta version 2: the new schema, on the files of Vigie version 1.
+    let report = new.sync_delta().unwrap();
+    assert_eq!(report.evolved, vec![table.to_owned()]);
+    assert_eq!(report.commits, 0);
+    assert_eq!(
+        delta::head(&path, table).unwrap(),
+        Some(delta::Head { delta: 2, vigie: 1 })
+    );
+    let v2 = delta::read_actions(
+        &path
+            .join(table)
+            .join("_delta_log/00000000000000000002.json"),
+    )
+    .unwrap();
+    let meta2 = v2
+        .iter()
+        .find_map(|a| a.get("metaData"))
+        .expect("a metaData action");
+    assert!(has_added(meta2), "{meta2}");
+    let mut rest = meta2.clone();
+    rest["schemaString"] = before["schemaString"].clone();
+    assert_eq!(rest, before, "only the schema changes");
+    assert!(
+        v2.iter()
+            .all(|a| a.get("add").is_none() && a.get("remove").is_none())
+    );
+    assert_eq!(delta::metadata(&path, table).unwrap().as_ref(), Some(meta2));
+    // Time travel: Vigie version 1 reads Delta version 2 (same files, newer schema).
+    assert_eq!(delta::version_for(&path, table, 1).unwrap(), Some(2));
+    assert_eq!(delta::version_for(&path, table, 0).unwrap(), Some(0));
+    // Once is enough; the other tables had nothing to change.
+    assert_eq!(new.sync_delta().unwrap(), delta::SyncReport::default());
+    // The older build reports the difference but neither undoes it nor writes anything.
+    assert_eq!(old.sync_delta().unwrap(), delta::SyncReport::default());
+    assert_eq!(delta::head(&path, table).unwrap().map(|h| h.delta), Some(2));
+    let old_problems = problems(&old);
+    assert!(
+        old_problems.len() == 1 && old_problems[0].contains("no writer changes it"),
+        "{old_problems:?}"
+    );
+
+    // This build's files (Vigie 2..9, Delta 3..10): Delta 10 is checkpointed with the new schema.
+    for n in 2..=9 {
+        let (a, b) = (format!("p{n}"), format!("q{n}"));
+        commit_pairs(&new, &full, &[(&a, &b)], n);
+    }
+    new.sync_delta().unwrap();
+    let cp = path
+        .join(table)
+        .join("_delta_log/00000000000000000010.checkpoint.parquet");
+    let schema_in_checkpoint: Vec<String> = {
+        use arrow::array::{Array, AsArray};
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(&cp).expect("checkpoint 10"),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let meta = batch.column_by_name("metaData").unwrap().as_struct();
+            let s = meta
+                .column_by_name("schemaString")
+                .unwrap()
+                .as_string::<i32>();
+            out.extend(
+                (0..meta.len())
+                    .filter(|&i| meta.is_valid(i))
+                    .map(|i| s.value(i).to_owned()),
+            );
+        }
+        out
+    };
+    assert_eq!(schema_in_checkpoint.len(), 1);
+    assert_eq!(
+        schema_in_checkpoint[0],
+        meta2["schemaString"].as_str().unwrap()
+    );
+    // A new process reads the latest metaData from that checkpoint (its JSON has none).
+    assert_eq!(delta::metadata(&path, table).unwrap().as_ref(), Some(meta2));
+    assert_eq!(problems(&new), Vec::<String>::new());
+    check_ok(&path);
+
+    // Vigie reads the older file's rows with null stakes; so do the Delta readers.
+    let counts =
+        "SELECT count(*), count(a_cheap_min_stake), sum(a_cheap_min_stake) FROM pair_features";
+    assert_eq!(
+        sql_text(&path, counts),
+        vec![vec!["10".to_owned(), "8".to_owned(), "44".to_owned()]]
+    );
+    if !python_has(
+        &["deltalake", "duckdb", "duckdb_extension_delta"],
+        "the Delta readers' part of the schema evolution test",
+    ) {
+        return;
+    }
+    let polars = python_has(&["polars"], "polars' part of the schema evolution test");
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from readers import duckdb_connection
+from deltalake import DeltaTable
+path, polars = sys.argv[1], sys.argv[3] == "1"
+def summary(rows):
+    stakes = [r for r in rows if r is not None]
+    return {"rows": len(rows), "stakes": len(stakes), "sum": sum(stakes)}
+out = {}
+t = DeltaTable(path)
+out["deltalake"] = summary(t.to_pyarrow_table().column("a_cheap_min_stake").to_pylist())
+out["deltalake_columns"] = {str(v): [f.name for f in DeltaTable(path, version=v).schema().fields] for v in (1, 2)}
+out["deltalake_v2"] = summary(DeltaTable(path, version=2).to_pyarrow_table().column("a_cheap_min_stake").to_pylist())
+out["duckdb"] = summary([r[0] for r in duckdb_connection().sql(f"SELECT a_cheap_min_stake FROM delta_scan('{path}')").fetchall()])
+if polars:
+    import polars as pl
+    out["polars"] = summary(pl.scan_delta(path).select("a_cheap_min_stake").collect().to_series().to_list())
+print(json.dumps(out))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(path.join(table))
+        .arg(root().join("tests/lake"))
+        .arg(if polars { "1" } else { "0" })
+        .output()
+        .expect("python3");
+    let got: serde_json::Value = match (out.status.success(), serde_json::from_slice(&out.stdout)) {
+        (true, Ok(v)) => v,
+        _ => panic!("python3: {}", String::from_utf8_lossy(&out.stderr)),
+    };
+    let want = serde_json::json!({"rows": 10, "stakes": 8, "sum": 44});
+    assert_eq!(got["deltalake"], want, "{got}");
+    assert_eq!(got["duckdb"], want, "{got}");
+    if polars {
+        assert_eq!(got["polars"], want, "{got}");
+    }
+    // Time travel: before the schema version, no column; at it, the older file's rows, null.
+    let cols = |v: &str| -> Vec<String> {
+        serde_json::from_value(got["deltalake_columns"][v].clone()).unwrap()
+    };
+    assert!(!cols("1").iter().any(|c| c == "a_cheap_min_stake"), "{got}");
+    assert!(cols("2").iter().any(|c| c == "a_cheap_min_stake"), "{got}");
+    assert_eq!(
+        got["deltalake_v2"],
+        serde_json::json!({"rows": 2, "stakes": 0, "sum": 0}),
+        "{got}"
+    );
+}
