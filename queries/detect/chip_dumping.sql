@@ -91,18 +91,13 @@ hits AS (
            binomial_at_least(payer_gave_up_cheaply, games, give_up_rate * stake_share) AS p_value
     FROM shares
 )
-SELECT payer AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, 'payer' AS role,
-       payee AS partner, games, flow, payer_gave_up_cheaply, payee_gave_up_cheaply, platform_rate,
-       payer_rate_with_others, give_up_rate, cheap_min_stake, platform_stake_share,
-       payer_games_at_stake_with_others, payer_games_with_others, stake_share, baseline AS baseline_rate,
-       p_value, max_stake, shared_devices, shared_ips,
+-- Each hit flags both accounts of the pair (the payer and the payee): one pass over the hits, two roles.
+SELECT CASE WHEN r.role = 'payer' THEN payer ELSE payee END AS account, '30d' AS "window",
+       -log10(greatest(p_value, 1e-300)) AS score, r.role AS role,
+       CASE WHEN r.role = 'payer' THEN payee ELSE payer END AS partner, games, flow, payer_gave_up_cheaply,
+       payee_gave_up_cheaply, platform_rate, payer_rate_with_others, give_up_rate, cheap_min_stake,
+       platform_stake_share, payer_games_at_stake_with_others, payer_games_with_others, stake_share,
+       baseline AS baseline_rate, p_value, max_stake, shared_devices, shared_ips,
        ${min_gave_up} AS min__payer_gave_up_cheaply, ${max_p} AS max__p_value
-FROM hits WHERE p_value <= ${max_p}
-UNION ALL
-SELECT payee AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, 'payee' AS role,
-       payer AS partner, games, flow, payer_gave_up_cheaply, payee_gave_up_cheaply, platform_rate,
-       payer_rate_with_others, give_up_rate, cheap_min_stake, platform_stake_share,
-       payer_games_at_stake_with_others, payer_games_with_others, stake_share, baseline AS baseline_rate,
-       p_value, max_stake, shared_devices, shared_ips,
-       ${min_gave_up}, ${max_p}
-FROM hits WHERE p_value <= ${max_p}
+FROM hits CROSS JOIN (VALUES ('payer'), ('payee')) AS r(role)
+WHERE p_value <= ${max_p}

@@ -16,29 +16,35 @@ WITH recent AS (
     SELECT game, account, device FROM game_players
     WHERE started_at >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
 ),
+-- The devices with enough accounts, and those accounts (one read of the window).
 devices AS (
-    SELECT device, count(DISTINCT account) AS accounts
-    FROM recent GROUP BY device
+    SELECT device, array_agg(DISTINCT account) AS ring, count(DISTINCT account) AS accounts
+    FROM recent WHERE device IS NOT NULL AND account IS NOT NULL
+    GROUP BY device
     HAVING count(DISTINCT account) >= ${min_ring}
 ),
 members AS (
-    SELECT DISTINCT r.account, r.device, d.accounts
-    FROM recent r JOIN devices d ON d.device = r.device
+    SELECT unnest(ring) AS account, device, accounts FROM devices
 ),
--- Games where a member sat with another account of the same device (on any device in that game).
+-- Per game and ring device, the device's members seated in it (on whatever device they used that
+-- game), where at least two of them met (a second read of the window, joined to the few members).
+ring_games AS (
+    SELECT r.game, m.device, max(m.accounts) AS accounts, array_agg(DISTINCT r.account) AS seated
+    FROM recent r JOIN members m ON m.account = r.account
+    GROUP BY r.game, m.device
+    HAVING count(DISTINCT r.account) >= 2
+),
+seats AS (
+    SELECT game, device, accounts, seated, unnest(seated) AS account FROM ring_games
+),
 met AS (
-    SELECT m.account, m.device, r1.game, r2.account AS partner
-    FROM members m
-    JOIN recent r1 ON r1.account = m.account
-    JOIN recent r2 ON r2.game = r1.game AND r2.account <> m.account
-    JOIN members mp ON mp.account = r2.account AND mp.device = m.device
+    SELECT game, device, accounts, account, unnest(array_remove(seated, account)) AS partner FROM seats
 )
-SELECT m.account, '30d' AS "window",
-       CAST(count(DISTINCT t.partner) AS DOUBLE) + max(m.accounts) AS score,
-       m.device, max(m.accounts) AS accounts_on_device, count(DISTINCT t.partner) AS ring_partners,
-       count(DISTINCT t.game) AS games_with_ring,
+SELECT account, '30d' AS "window",
+       CAST(count(DISTINCT partner) AS DOUBLE) + max(accounts) AS score,
+       device, max(accounts) AS accounts_on_device, count(DISTINCT partner) AS ring_partners,
+       count(DISTINCT game) AS games_with_ring,
        ${min_ring} AS min__accounts_on_device, ${min_games} AS min__games_with_ring
-FROM members m
-JOIN met t ON t.account = m.account AND t.device = m.device
-GROUP BY m.account, m.device
-HAVING count(DISTINCT t.game) >= ${min_games}
+FROM met
+GROUP BY account, device
+HAVING count(DISTINCT game) >= ${min_games}

@@ -57,8 +57,9 @@ SELECT acc AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS s
        platform_rate, pair_rate_with_others, baseline AS baseline_rate, p_value,
        ${min_rated} AS min__rated_games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value
 FROM (
-    SELECT a AS acc, b AS partner, * FROM hits
-    UNION ALL
-    SELECT b AS acc, a AS partner, * FROM hits
+    -- Both accounts of the pair, from one pass over the hits.
+    SELECT CASE WHEN s.side = 'a' THEN h.a ELSE h.b END AS acc,
+           CASE WHEN s.side = 'a' THEN h.b ELSE h.a END AS partner, h.*
+    FROM hits h CROSS JOIN (VALUES ('a'), ('b')) AS s(side)
 )
 WHERE p_value <= ${max_p}
