@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use manifest::{Commit, FileEntry, FileMeta, SourceState, Stage, StageError, State};
@@ -99,7 +99,8 @@ pub fn now_ms() -> i64 {
 /// A lake directory opened by one process.
 pub struct Lake {
     root: PathBuf,
-    cache: Mutex<Option<State>>,
+    /// The latest state read, shared with the snapshots taken from it (see [`Lake::state`]).
+    cache: Mutex<Option<Arc<State>>>,
     /// Tables declared for their Delta logs (schemas of tables that may still be empty).
     catalogue: std::collections::BTreeMap<String, delta::TableSchema>,
     /// One Delta roll-forward at a time in this process, and the heads it knows.
@@ -113,7 +114,7 @@ pub struct Lake {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     root: PathBuf,
-    pub state: State,
+    pub state: Arc<State>,
 }
 
 impl Snapshot {
@@ -121,7 +122,7 @@ impl Snapshot {
     pub fn empty(root: &Path) -> Snapshot {
         Snapshot {
             root: root.to_path_buf(),
-            state: State::default(),
+            state: Arc::new(State::default()),
         }
     }
 
@@ -343,7 +344,7 @@ impl Lake {
         }
         Ok(Snapshot {
             root: self.root.clone(),
-            state,
+            state: Arc::new(state),
         })
     }
 
@@ -407,36 +408,43 @@ impl Lake {
         Self::read_json(&self.commit_path(v))
     }
 
-    /// The latest committed state.
-    pub fn state(&self) -> Result<State> {
-        let (commits, checkpoints) = self.list_log()?;
-        let latest = commits.last().copied().unwrap_or(0);
+    /// The latest committed state, shared: a call that finds no new commit returns the cached
+    /// state itself, whatever the number of files and tombstones it holds.
+    ///
+    /// With a cached state at version `v`, the new commits are found by looking for `v + 1`,
+    /// `v + 2`... (commits are published whole under their final name and never removed), so a
+    /// call costs one `stat` when nothing changed, not a listing of the whole log. Without one
+    /// (the first call), the newest checkpoint from which every later commit is present is read.
+    pub fn state(&self) -> Result<Arc<State>> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut state = match cache.take() {
-            Some(s)
-                if s.version <= latest
-                    && (s.version + 1..=latest).all(|v| commits.contains(&v)) =>
-            {
-                s
-            }
-            _ => {
+            Some(s) => s,
+            None => {
+                let (commits, checkpoints) = self.list_log()?;
+                let latest = commits.last().copied().unwrap_or(0);
                 // Start from the newest checkpoint from which every later commit is present.
                 let start = checkpoints
                     .iter()
                     .rev()
                     .find(|&&c| c <= latest && (c + 1..=latest).all(|v| commits.contains(&v)))
                     .copied();
-                match start {
+                Arc::new(match start {
                     Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
                     None => State::default(),
-                }
+                })
             }
         };
-        for v in state.version + 1..=latest {
-            let c = self.read_commit(v)?;
-            state.apply(&c);
+        loop {
+            let next = state.version + 1;
+            let path = self.commit_path(next);
+            if !path.exists() {
+                break;
+            }
+            let c = self.read_commit(next)?;
+            // Copied only when a snapshot still holds this version.
+            Arc::make_mut(&mut state).apply(&c);
         }
-        *cache = Some(state.clone());
+        *cache = Some(Arc::clone(&state));
         Ok(state)
     }
 
@@ -1055,6 +1063,37 @@ mod tests {
         let snap = lake.snapshot().unwrap();
         assert_eq!(snap.table_paths("t"), vec![f.fin.clone()]);
         assert!(snap.id().starts_with("v1-"));
+    }
+
+    #[test]
+    fn the_state_is_shared_until_a_commit_and_sees_other_processes_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let commit = |lake: &Lake, name: &str| {
+            let mut w = lake.writer().unwrap();
+            let mut txn = w.begin("test").unwrap();
+            let f = txn.new_file("t", None).unwrap();
+            fs::write(&f.pending, name.as_bytes()).unwrap();
+            txn.add_file(f, 1, name.len() as u64);
+            txn.commit(serde_json::json!({})).unwrap()
+        };
+        assert_eq!(commit(&lake, "a"), 1);
+        let before = lake.state().unwrap();
+        // Nothing new: the same state, not a copy.
+        assert!(Arc::ptr_eq(&before, &lake.state().unwrap()));
+        // Another process (another handle on the directory) commits twice.
+        let other = Lake::open(dir.path()).unwrap();
+        assert_eq!(commit(&other, "bb"), 2);
+        assert_eq!(commit(&other, "ccc"), 3);
+        let after = lake.state().unwrap();
+        assert_eq!(after.version, 3);
+        assert_eq!(after.table_files("t").count(), 3);
+        // A snapshot taken before keeps its version.
+        assert_eq!(before.version, 1);
+        assert_eq!(before.table_files("t").count(), 1);
+        // And the same state as a fresh handle reads from the log.
+        let fresh = Lake::open(dir.path()).unwrap().state().unwrap();
+        assert_eq!(*fresh, *after);
     }
 
     #[test]
