@@ -350,11 +350,9 @@ fn resident_mib() -> Option<u64> {
 
 /// Follows `opts.follow` until `stop` is set (or, with `once`, until caught up).
 ///
-/// Three threads: this one looks and commits every interval; a second one
-/// replays and detects whenever commits are waiting, so a slow detection run
-/// never delays the next commit; a third compacts small files and vacuums, so
-/// that merging files never stands between a commit and its flags. (With
-/// `once` there is no third thread: the last pass compacts everything.)
+/// Two threads: this one looks and commits every interval; a second one
+/// replays, detects and compacts whenever commits are waiting, so a slow
+/// detection run never delays the next commit.
 pub fn run(
     lake: &Lake,
     opts: &StreamOptions,
@@ -368,38 +366,26 @@ pub fn run(
         });
     }
     let (tx, rx) = std::sync::mpsc::channel::<Wake>();
-    let compactor_stop = AtomicBool::new(false);
-    let (ingested, compacted, derived) = std::thread::scope(|scope| {
+    let (ingested, derived) = std::thread::scope(|scope| {
         let worker = scope.spawn(|| derive_loop(lake, opts, rx));
-        let compactor =
-            (!opts.once).then(|| scope.spawn(|| compact_loop(lake, opts, &compactor_stop)));
         let ingested = ingest_loop(lake, opts, stop, &tx);
-        // Finish: the compactor stops first (the last pass compacts what is left), then one last
-        // forced pass (detection even if not due), then the worker ends.
-        compactor_stop.store(true, Ordering::Relaxed);
-        let compacted = compactor
-            .map(|c| c.join().unwrap_or(Err(StreamError::DeriveStopped)))
-            .unwrap_or_else(|| Ok(StreamReport::default()));
+        // Finish: one last forced pass (detection even if not due), then the worker ends.
         let _ = tx.send(Wake::Finish);
         drop(tx);
         let derived = worker.join().unwrap_or(Err(StreamError::DeriveStopped));
-        (ingested, compacted, derived)
+        (ingested, derived)
     });
-    let (mut report, compacted, derived) = match (ingested, compacted, derived) {
-        (Ok(r), Ok(c), Ok(d)) => (r, c, d),
-        // The replay thread's or the compactor's own error explains why the ingest loop stopped.
-        (_, _, Err(e)) | (_, Err(e), Ok(_)) | (Err(e), Ok(_), Ok(_)) => return Err(e),
+    let (mut report, derived) = match (ingested, derived) {
+        (Ok(r), Ok(d)) => (r, d),
+        // The replay thread's own error explains why the ingest loop stopped.
+        (_, Err(e)) | (Err(e), Ok(_)) => return Err(e),
     };
     report.replays = derived.replays;
     report.detections = derived.detections;
     report.detect_errors = derived.detect_errors;
-    report.compactions = derived.compactions + compacted.compactions;
-    report.files_compacted = derived.files_compacted + compacted.files_compacted;
-    report.files_vacuumed = derived.files_vacuumed + compacted.files_vacuumed;
-    report.last_version = report
-        .last_version
-        .max(derived.last_version)
-        .max(compacted.last_version);
+    report.compactions = derived.compactions;
+    report.files_compacted = derived.files_compacted;
+    report.last_version = report.last_version.max(derived.last_version);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -480,82 +466,7 @@ fn ingest_loop(
 /// How often the stream vacuums.
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
-/// Compacts once: a slice of at most `budget` input bytes, or everything without one.
-fn compact_once(
-    lake: &Lake,
-    opts: &StreamOptions,
-    budget: Option<u64>,
-    report: &mut StreamReport,
-) -> Result<(), StreamError> {
-    let started = Instant::now();
-    let c = compact::compact(lake, opts.compact_min_files, budget)?;
-    if c.files_removed > 0 {
-        report.compactions += 1;
-        report.files_compacted += c.files_removed;
-        report.last_version = c.version.or(report.last_version);
-        tracing::debug!(
-            files = c.files_removed,
-            rows = c.rows,
-            ms = started.elapsed().as_millis() as u64,
-            "stream compaction"
-        );
-    }
-    Ok(())
-}
-
-/// Vacuums files removed longer ago than the retention.
-fn vacuum_once(
-    lake: &Lake,
-    opts: &StreamOptions,
-    report: &mut StreamReport,
-) -> Result<(), StreamError> {
-    let retain = i64::try_from(opts.vacuum_retain.as_millis()).unwrap_or(i64::MAX);
-    let v = lake.writer()?.vacuum(retain)?;
-    report.files_vacuumed += v.files;
-    report.last_version = v.version.or(report.last_version);
-    Ok(())
-}
-
-/// The compaction thread: a slice of the small files every few commit intervals (as many
-/// intervals as half the files that make a partition worth compacting), a vacuum at its first
-/// round and every hour, until `stop`.
-fn compact_loop(
-    lake: &Lake,
-    opts: &StreamOptions,
-    stop: &AtomicBool,
-) -> Result<StreamReport, StreamError> {
-    let mut report = StreamReport::default();
-    let every = opts.commit_interval * (opts.compact_min_files as u32 / 2).max(1);
-    let mut last_vacuum: Option<Instant> = None;
-    let mut last = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50));
-        if last.elapsed() < every {
-            continue;
-        }
-        last = Instant::now();
-        let pass =
-            compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report).and_then(|()| {
-                if last_vacuum.is_none_or(|t| t.elapsed() >= VACUUM_EVERY) {
-                    last_vacuum = Some(Instant::now());
-                    vacuum_once(lake, opts, &mut report)?;
-                }
-                Ok(())
-            });
-        match pass {
-            Ok(()) => {}
-            // Another writer removed one of the same files: the next round starts from the lake.
-            Err(StreamError::Lake(LakeError::Conflict(c))) => {
-                tracing::warn!(conflict = %c, "concurrent commit; compaction retried");
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(report)
-}
-
-/// The replay thread: replay, and detection when due. With `once`, it also compacts now and then
-/// (there is no compaction thread); the last pass compacts everything left and vacuums.
+/// The replay thread: replay, detection when due, compaction now and then, vacuum every hour.
 fn derive_loop(
     lake: &Lake,
     opts: &StreamOptions,
@@ -586,19 +497,24 @@ fn derive_loop(
         }
         since_compaction += commits;
         let pass = derive.run(lake, finish, &mut report).and_then(|()| {
-            // Following, the compaction thread compacts and vacuums; with `once`, this thread.
-            if finish
-                || (opts.once && since_compaction >= (opts.compact_min_files as u64 / 2).max(1))
-            {
+            if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
                 since_compaction = 0;
                 // A bounded slice while following; everything left on the last pass.
                 let budget = (!finish).then_some(compact::PASS_BYTES);
-                compact_once(lake, opts, budget, &mut report)?;
+                let c = compact::compact(lake, opts.compact_min_files, budget)?;
+                if c.files_removed > 0 {
+                    report.compactions += 1;
+                    report.files_compacted += c.files_removed;
+                    report.last_version = c.version.or(report.last_version);
+                }
             }
-            // Vacuum: on the way out (and at the start of a `once` run).
-            if finish || (opts.once && last_vacuum.is_none()) {
+            // Vacuum: hourly while following, and on the way out.
+            if finish || last_vacuum.is_none_or(|t| t.elapsed() >= VACUUM_EVERY) {
                 last_vacuum = Some(Instant::now());
-                vacuum_once(lake, opts, &mut report)?;
+                let retain = i64::try_from(opts.vacuum_retain.as_millis()).unwrap_or(i64::MAX);
+                let v = lake.writer()?.vacuum(retain)?;
+                report.files_vacuumed += v.files;
+                report.last_version = v.version.or(report.last_version);
             }
             Ok(())
         });
