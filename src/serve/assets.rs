@@ -1,4 +1,4 @@
-//! Static files (CSS, JS, icon) embedded with `include_str!` and served under `/static/` with an ETag and long-lived caching for versioned URLs.
+//! Static files (CSS, JS, icon) embedded with `include_str!` and served under `/static/` with an ETag, long-lived caching for versioned URLs, and gzip (compressed once) for clients that accept it.
 
 use std::sync::OnceLock;
 
@@ -37,6 +37,17 @@ const ASSETS: &[Asset] = &[
     },
 ];
 
+/// Each asset gzip-compressed, made on first use.
+fn compressed() -> &'static Vec<Option<axum::body::Bytes>> {
+    static V: OnceLock<Vec<Option<axum::body::Bytes>>> = OnceLock::new();
+    V.get_or_init(|| {
+        ASSETS
+            .iter()
+            .map(|a| super::page_cache::gzip(a.body.as_bytes()))
+            .collect()
+    })
+}
+
 fn versions() -> &'static Vec<String> {
     static V: OnceLock<Vec<String>> = OnceLock::new();
     V.get_or_init(|| {
@@ -73,10 +84,18 @@ pub async fn static_file(Path(file): Path<String>, headers: HeaderMap) -> Respon
         .is_some_and(|v| v.split(',').any(|t| t.trim() == etag))
     {
         StatusCode::NOT_MODIFIED.into_response()
+    } else if super::page_cache::accepts_gzip(&headers)
+        && let Some(gz) = &compressed()[i]
+    {
+        let mut r = (StatusCode::OK, gz.clone()).into_response();
+        r.headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        r
     } else {
         (StatusCode::OK, asset.body).into_response()
     };
     let h = r.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.mime));
     h.insert(
         header::CACHE_CONTROL,

@@ -93,6 +93,13 @@ pub trait DataSource: Send + Sync + 'static {
         Box::pin(async { Err(DataError::Unavailable("this data source has no SQL".into())) })
     }
 
+    /// The version of the data the other methods answer from now (the lake version; a review
+    /// action moves it): a page rendered from one version may be answered again until it
+    /// changes ([`crate::serve::page_cache`]). `None`: the source cannot tell, nothing is reused.
+    fn version(&self) -> DataFuture<'_, Option<u64>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// The lake directory, for pages that read it directly (public
     /// verification, compliance report); `None` when there is no lake.
     fn lake_root(&self) -> Option<&std::path::Path> {

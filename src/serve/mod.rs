@@ -10,6 +10,7 @@
 //! * [`public`]: public verification of finished games (no login).
 //! * [`console`]: the analysts' SQL console.
 //! * [`compliance`]: the compliance report download.
+//! * [`page_cache`]: rendered pages kept per data version, gzip for clients that accept it.
 //! * [`http`]: the connection layer (header, body and idle timeouts, a cap on connections).
 //!
 //! Entry points: [`router`] and [`serve`].
@@ -29,6 +30,7 @@ pub mod http;
 pub mod lake_data;
 pub mod layout;
 pub mod metrics;
+pub mod page_cache;
 pub mod pages;
 pub mod public;
 pub mod review;
@@ -108,6 +110,7 @@ struct Inner {
     metrics: metrics::Metrics,
     review_lock: tokio::sync::Mutex<()>,
     dashboards: Vec<dashboards::Dashboard>,
+    pages: page_cache::PageCache,
 }
 
 /// Shared state of the app (cheap to clone).
@@ -142,6 +145,7 @@ impl AppState {
                 metrics: metrics::Metrics::default(),
                 review_lock: tokio::sync::Mutex::new(()),
                 dashboards,
+                pages: page_cache::PageCache::default(),
                 config,
             }),
         })
@@ -182,6 +186,11 @@ impl AppState {
         &self.inner.review_lock
     }
 
+    /// Rendered pages kept per data version.
+    pub fn pages(&self) -> &page_cache::PageCache {
+        &self.inner.pages
+    }
+
     /// Dashboard definitions.
     pub fn dashboards(&self) -> &[dashboards::Dashboard] {
         &self.inner.dashboards
@@ -206,6 +215,10 @@ pub fn router(state: AppState) -> Router {
         r = r.route(s.path, (s.handler)());
     }
     r.fallback(pages::not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            page_cache::layer,
+        ))
         .layer(middleware::from_fn_with_state(guard, auth::guard))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
