@@ -36,12 +36,15 @@ const PANELS: [(&str, &str); 4] = [
 /// How often the lake's version is checked for new commits.
 const REFRESH: Duration = Duration::from_millis(1000);
 
+/// Games kept per lake version (a reviewer steps through a game's moves: one read per game).
+const GAMES_KEPT: usize = 512;
+
 struct Cache {
     version: u64,
     guard: Arc<Guard>,
     /// The session of roles that may not read the audit log, made on first use.
     analyst_guard: tokio::sync::OnceCell<Arc<Guard>>,
-    /// Every flag, review state applied at read time.
+    /// Every flag, with its review state (the audit log is part of the lake version).
     flags: Vec<Flag>,
     by_account: BTreeMap<String, Vec<usize>>,
     /// Recommended action of each flag, by flag id.
@@ -50,14 +53,18 @@ struct Cache {
     activity: HashMap<String, (i64, Vec<Kind>)>,
     audit: Vec<AuditEntry>,
     latest_event: i64,
+    /// Every flagged account's queue row, in queue order: a request filters and pages it.
+    queue: Vec<QueueRow>,
     accounts: Mutex<HashMap<String, Option<AccountView>>>,
+    /// Games read since this version was loaded, at most [`GAMES_KEPT`].
+    games: Mutex<HashMap<String, Option<GameView>>>,
 }
 
 impl Cache {
     /// Block recommended when any of the flags recommends it.
-    fn action_of(&self, flags: &[Flag]) -> RecommendedAction {
+    fn action_of<'f>(&self, flags: impl IntoIterator<Item = &'f Flag>) -> RecommendedAction {
         if flags
-            .iter()
+            .into_iter()
             .any(|f| self.actions.get(&f.id) == Some(&RecommendedAction::BlockRecommended))
         {
             RecommendedAction::BlockRecommended
@@ -162,6 +169,36 @@ impl Cols<'_> {
         }
         Some(c.as_boolean_opt()?.value(i))
     }
+}
+
+/// Every flagged account's queue row (all its flags, highest score first), highest severity first, then risk.
+fn queue_rows(cache: &Cache) -> Vec<QueueRow> {
+    let mut rows = Vec::with_capacity(cache.by_account.len());
+    for (account, idx) in &cache.by_account {
+        let mut flags: Vec<&Flag> = idx.iter().map(|&i| &cache.flags[i]).collect();
+        flags.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
+        let action = cache.action_of(flags.iter().copied());
+        rows.push(QueueRow {
+            account: account.clone(),
+            risk: flags.iter().map(|f| f.score).sum(),
+            max_severity: flags
+                .iter()
+                .map(|f| f.severity)
+                .max()
+                .unwrap_or(Severity::Info),
+            action,
+            games: cache.activity.get(account).map(|a| a.0).unwrap_or(0),
+            last_seen: flags.iter().map(|f| f.last_seen).max().unwrap_or(0),
+            flags: flags.iter().map(|f| f.brief()).collect(),
+        });
+    }
+    rows.sort_by(|a, b| {
+        b.max_severity
+            .cmp(&a.max_severity)
+            .then(b.risk.total_cmp(&a.risk))
+            .then(a.account.cmp(&b.account))
+    });
+    rows
 }
 
 fn each_row<'a>(batches: &'a [RecordBatch]) -> impl Iterator<Item = (Cols<'a>, usize)> + 'a {
@@ -377,7 +414,11 @@ impl LakeData {
                 review: FlagReview::default(),
             });
         }
-        Ok(Cache {
+        let index = ReviewIndex::from_entries(&audit);
+        for f in &mut flags {
+            f.review = index.get(&f.id);
+        }
+        let mut cache = Cache {
             version,
             guard,
             analyst_guard: tokio::sync::OnceCell::new(),
@@ -387,59 +428,29 @@ impl LakeData {
             activity,
             audit,
             latest_event,
+            queue: Vec::new(),
             accounts: Mutex::new(HashMap::new()),
-        })
-    }
-
-    fn reviewed(cache: &Cache, f: &Flag, index: &ReviewIndex) -> Flag {
-        let _ = cache;
-        let mut f = f.clone();
-        f.review = index.get(&f.id);
-        f
+            games: Mutex::new(HashMap::new()),
+        };
+        cache.queue = queue_rows(&cache);
+        Ok(cache)
     }
 
     async fn queue_inner(&self, q: &QueueQuery) -> Result<Page<QueueRow>, DataError> {
         let cache = self.cache().await?;
-        let index = ReviewIndex::from_entries(&cache.audit);
-        let mut rows = Vec::new();
-        for (account, idx) in &cache.by_account {
-            let mut flags: Vec<Flag> = idx
-                .iter()
-                .map(|&i| Self::reviewed(&cache, &cache.flags[i], &index))
-                .collect();
-            if !flags.iter().any(|f| q.matches(&f.brief())) {
+        let per = q.per_page.clamp(1, 200);
+        let skip = u64::from(q.page) * u64::from(per);
+        let mut total = 0u64;
+        let mut items = Vec::new();
+        for row in &cache.queue {
+            if !row.flags.iter().any(|f| q.matches(f)) {
                 continue;
             }
-            flags.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.cmp(&b.rule)));
-            let action = cache.action_of(&flags);
-            rows.push(QueueRow {
-                account: account.clone(),
-                risk: flags.iter().map(|f| f.score).sum(),
-                max_severity: flags
-                    .iter()
-                    .map(|f| f.severity)
-                    .max()
-                    .unwrap_or(Severity::Info),
-                action,
-                games: cache.activity.get(account).map(|a| a.0).unwrap_or(0),
-                last_seen: flags.iter().map(|f| f.last_seen).max().unwrap_or(0),
-                flags: flags.iter().map(Flag::brief).collect(),
-            });
+            if total >= skip && items.len() < per as usize {
+                items.push(row.clone());
+            }
+            total += 1;
         }
-        // Highest severity first, then risk.
-        rows.sort_by(|a, b| {
-            b.max_severity
-                .cmp(&a.max_severity)
-                .then(b.risk.total_cmp(&a.risk))
-                .then(a.account.cmp(&b.account))
-        });
-        let total = rows.len() as u64;
-        let per = q.per_page.clamp(1, 200);
-        let items = rows
-            .into_iter()
-            .skip((q.page * per) as usize)
-            .take(per as usize)
-            .collect();
         Ok(Page {
             items,
             total,
@@ -456,13 +467,7 @@ impl LakeData {
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
         {
-            return Ok(v.clone().map(|mut v| {
-                let index = ReviewIndex::from_entries(&cache.audit);
-                for f in &mut v.flags {
-                    f.review = index.get(&f.id);
-                }
-                v
-            }));
+            return Ok(v.clone());
         }
         let view = self.build_account(&cache, id).await?;
         cache
@@ -482,33 +487,26 @@ impl LakeData {
         let acc = lit(id);
         let daily = g
             .query_internal(&format!(
-                "SELECT p.date AS day, count(*) AS games, sum(CASE WHEN p.outcome = 'loss' THEN 1 ELSE 0 END) AS losses, \
+                "SELECT day, games, losses, net, rejected, timeouts, departures, \
+                 think_sum / nullif(timed, 0) AS think_ms, \
+                 sqrt(greatest(think_sq - think_sum * think_sum / nullif(timed, 0), 0) / nullif(timed - 1, 0)) \
+                   / nullif(think_sum / nullif(timed, 0), 0) AS think_cv \
+                 FROM (SELECT p.date AS day, count(*) AS games, sum(CASE WHEN p.outcome = 'loss' THEN 1 ELSE 0 END) AS losses, \
                  sum(coalesce(p.net, 0)) AS net, sum(p.rejected) AS rejected, sum(p.timeouts) AS timeouts, \
-                 sum(CASE WHEN p.left THEN 1 ELSE 0 END) AS departures \
-                 FROM game_players p WHERE p.account = {acc} GROUP BY p.date ORDER BY p.date"
+                 sum(CASE WHEN p.left THEN 1 ELSE 0 END) AS departures, \
+                 sum(p.timed_moves) AS timed, sum(p.think_sum_ms) AS think_sum, sum(p.think_sq_sum) AS think_sq \
+                 FROM game_players p WHERE p.account = {acc} GROUP BY p.date) ORDER BY day"
             ))
             .await
             .map_err(df_err)?;
-        let index = ReviewIndex::from_entries(&cache.audit);
         let flags: Vec<Flag> = cache
             .by_account
             .get(id)
-            .map(|idx| {
-                idx.iter()
-                    .map(|&i| Self::reviewed(cache, &cache.flags[i], &index))
-                    .collect()
-            })
+            .map(|idx| idx.iter().map(|&i| cache.flags[i].clone()).collect())
             .unwrap_or_default();
         if flags.is_empty() && daily.iter().all(|b| b.num_rows() == 0) {
             return Ok(None);
         }
-        let think = g
-            .query_internal(&format!(
-                "SELECT date AS day, avg(think_ms) AS think_ms, stddev(think_ms) / nullif(avg(think_ms), 0) AS think_cv \
-                 FROM moves WHERE player = {acc} AND accepted AND NOT auto AND action <> 'pass' GROUP BY date ORDER BY date"
-            ))
-            .await
-            .map_err(df_err)?;
         let mut series: Vec<Series> = Vec::new();
         let mut push = |metric: &str, label: &str, batches: &[RecordBatch], col: &str| {
             let mut points = Vec::new();
@@ -534,17 +532,54 @@ impl LakeData {
         push("rejected", "Rejected attempts per day", &daily, "rejected");
         push("departures", "Departures per day", &daily, "departures");
         push("timeouts", "Timeouts per day", &daily, "timeouts");
-        push("think_ms", "Mean think time (ms)", &think, "think_ms");
-        push("think_cv", "Think-time variation (CV)", &think, "think_cv");
+        // From game_players' per-game sums of the timed moves (those `moves` rows would give:
+        // accepted, the player's own, not a pass): mean and sample CV per day.
+        push("think_ms", "Mean think time (ms)", &daily, "think_ms");
+        push("think_cv", "Think-time variation (CV)", &daily, "think_cv");
         let flagged: BTreeSet<&str> = cache.by_account.keys().map(String::as_str).collect();
-        let linked_rows = g
+        // Accounts seen on one of this account's devices or IPs: its hashes first (the bloom
+        // filter on `account` finds its rows), then one read of the others' rows.
+        let mine = g
             .query_internal(&format!(
-                "WITH mine AS (SELECT DISTINCT device, ip FROM game_players WHERE account = {acc}) \
-                 SELECT DISTINCT p.account, 'device' AS via, p.device AS hash FROM game_players p JOIN (SELECT DISTINCT device FROM mine) m ON m.device = p.device WHERE p.account <> {acc} \
-                 UNION SELECT DISTINCT p.account, 'ip' AS via, p.ip AS hash FROM game_players p JOIN (SELECT DISTINCT ip FROM mine) m ON m.ip = p.ip WHERE p.account <> {acc}"
+                "SELECT DISTINCT device, ip FROM game_players WHERE account = {acc}"
             ))
             .await
             .map_err(df_err)?;
+        let (mut devices, mut ips) = (BTreeSet::new(), BTreeSet::new());
+        for (c, i) in each_row(&mine) {
+            devices.extend(c.str("device", i));
+            ips.extend(c.str("ip", i));
+        }
+        let mut linked_rows: BTreeSet<(String, &'static str, String)> = BTreeSet::new();
+        if !devices.is_empty() || !ips.is_empty() {
+            let list = |set: &BTreeSet<String>| {
+                if set.is_empty() {
+                    "NULL".to_owned()
+                } else {
+                    set.iter().map(|h| lit(h)).collect::<Vec<_>>().join(", ")
+                }
+            };
+            let others = g
+                .query_internal(&format!(
+                    "SELECT DISTINCT account, device, ip FROM game_players \
+                     WHERE (device IN ({}) OR ip IN ({})) AND account <> {acc}",
+                    list(&devices),
+                    list(&ips)
+                ))
+                .await
+                .map_err(df_err)?;
+            for (c, i) in each_row(&others) {
+                let Some(account) = c.str("account", i) else {
+                    continue;
+                };
+                if let Some(d) = c.str("device", i).filter(|d| devices.contains(d)) {
+                    linked_rows.insert((account.clone(), "device", d));
+                }
+                if let Some(ip) = c.str("ip", i).filter(|ip| ips.contains(ip)) {
+                    linked_rows.insert((account, "ip", ip));
+                }
+            }
+        }
         let pairs = g
             .query_internal(&format!(
                 "SELECT a, b, games, a_wins, b_wins, flow_a_to_b FROM pair_features WHERE \"window\" = '30d' AND (a = {acc} OR b = {acc}) ORDER BY games DESC LIMIT 50"
@@ -576,17 +611,12 @@ impl LakeData {
             });
         }
         let mut linked = Vec::new();
-        for (c, i) in each_row(&linked_rows) {
-            let (Some(account), Some(via), Some(hash)) =
-                (c.str("account", i), c.str("via", i), c.str("hash", i))
-            else {
-                continue;
-            };
+        for (account, via, hash) in linked_rows {
             linked.push(LinkedAccount {
                 games_together: together.get(&account).copied().unwrap_or(0),
                 flagged: flagged.contains(account.as_str()),
                 account,
-                via: known("game_players", "via", &via, LinkVia::parse)?,
+                via: known("game_players", "via", via, LinkVia::parse)?,
                 hash,
             });
         }
@@ -617,6 +647,28 @@ impl LakeData {
 
     async fn game_inner(&self, id: &str) -> Result<Option<GameView>, DataError> {
         let cache = self.cache().await?;
+        if let Some(v) = cache
+            .games
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            return Ok(v.clone());
+        }
+        let view = self.load_game(&cache, id).await?;
+        let mut kept = cache.games.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= GAMES_KEPT {
+            kept.clear();
+        }
+        kept.insert(id.to_owned(), view.clone());
+        Ok(view)
+    }
+
+    /// One game from the lake: its `games` row first, whose start date names the partition of its
+    /// derived rows and bounds the `events` partitions to read (from the day before its start to
+    /// the day after its last event; every partition from the day before its start on while it is
+    /// open, or when fewer lines than replay counted are found there).
+    async fn load_game(&self, cache: &Cache, id: &str) -> Result<Option<GameView>, DataError> {
         let g = &cache.guard;
         let game = lit(id);
         let rows = g
@@ -626,9 +678,14 @@ impl LakeData {
         let Some((c, i)) = each_row(&rows).next() else {
             return Ok(None);
         };
+        let start_day = c
+            .str("date", i)
+            .and_then(|d| Day::parse(&d))
+            .ok_or_else(|| DataError::Corrupt(format!("games.date of {id} is not a date")))?;
+        let date = lit(&start_day.to_string());
         let players_rows = g
             .query_internal(&format!(
-                "SELECT * FROM game_players WHERE game = {game} ORDER BY position"
+                "SELECT * FROM game_players WHERE date = {date} AND game = {game} ORDER BY position"
             ))
             .await
             .map_err(df_err)?;
@@ -679,12 +736,29 @@ impl LakeData {
             fairness: c.str("fairness", i).unwrap_or_default(),
             desynced: c.bool("desynced", i).unwrap_or(false),
         };
-        let events_rows = g
-            .query_internal(&format!(
-                "SELECT raw FROM events WHERE game = {game} ORDER BY seq"
-            ))
-            .await
-            .map_err(df_err)?;
+        let first = lit(&Day(start_day.0 - 1).to_string());
+        let counted = c.int("events", i).unwrap_or(0);
+        let mut events_rows = Vec::new();
+        if c.bool("closed", i) == Some(true)
+            && let Some(last) = ts("last_ts")
+        {
+            let last = lit(&Day(Day::of(last).0 + 1).to_string());
+            events_rows = g
+                .query_internal(&format!(
+                    "SELECT raw FROM events WHERE date BETWEEN {first} AND {last} AND game = {game} ORDER BY seq"
+                ))
+                .await
+                .map_err(df_err)?;
+        }
+        let found: usize = events_rows.iter().map(RecordBatch::num_rows).sum();
+        if (found as i64) < counted || found == 0 {
+            events_rows = g
+                .query_internal(&format!(
+                    "SELECT raw FROM events WHERE date >= {first} AND game = {game} ORDER BY seq"
+                ))
+                .await
+                .map_err(df_err)?;
+        }
         let mut events = Vec::new();
         for (e, k) in each_row(&events_rows) {
             let Some(raw) = e.str("raw", k) else { continue };
@@ -694,7 +768,7 @@ impl LakeData {
         }
         let findings_rows = g
             .query_internal(&format!(
-                "SELECT * FROM findings WHERE game = {game} ORDER BY seq, code"
+                "SELECT * FROM findings WHERE date = {date} AND game = {game} ORDER BY seq, code"
             ))
             .await
             .map_err(df_err)?;
@@ -737,16 +811,10 @@ impl LakeData {
 
     async fn status_inner(&self) -> Result<Status, DataError> {
         let cache = self.cache().await?;
-        let index = ReviewIndex::from_entries(&cache.audit);
         let open = cache
             .flags
             .iter()
-            .filter(|f| {
-                matches!(
-                    index.get(&f.id).status,
-                    ReviewStatus::Open | ReviewStatus::Claimed
-                )
-            })
+            .filter(|f| matches!(f.review.status, ReviewStatus::Open | ReviewStatus::Claimed))
             .count() as u64;
         let now = crate::lake::now_ms();
         Ok(Status {
@@ -857,12 +925,7 @@ impl DataSource for LakeData {
     fn flag<'a>(&'a self, id: &'a str) -> DataFuture<'a, Option<Flag>> {
         Box::pin(async move {
             let cache = self.cache().await?;
-            let index = ReviewIndex::from_entries(&cache.audit);
-            Ok(cache
-                .flags
-                .iter()
-                .find(|f| f.id == id)
-                .map(|f| Self::reviewed(&cache, f, &index)))
+            Ok(cache.flags.iter().find(|f| f.id == id).cloned())
         })
     }
 
@@ -924,6 +987,10 @@ impl DataSource for LakeData {
 
     fn lake_root(&self) -> Option<&std::path::Path> {
         Some(self.lake.root())
+    }
+
+    fn version(&self) -> DataFuture<'_, Option<u64>> {
+        Box::pin(async move { Ok(Some(self.cache().await?.version)) })
     }
 
     fn append_audit(&self, e: NewAuditEntry) -> DataFuture<'_, AuditEntry> {
