@@ -319,8 +319,15 @@ fn push_pair(out: &mut String, key: &str, raw: &str) {
     if out.len() > 1 {
         out.push(',');
     }
-    // Keys are re-escaped: serde_json's string encoder never fails.
-    out.push_str(&serde_json::to_string(key).unwrap_or_default());
+    // Keys are re-escaped as serde_json writes them; a key without a quote, a backslash or a
+    // control character is written as it is (every key of the contract), without an allocation.
+    if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(key);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(key).unwrap_or_default());
+    }
     out.push(':');
     out.push_str(raw);
 }
@@ -1048,6 +1055,27 @@ mod tests {
     }
 
     const START: &str = r#"{"v":1,"game":"d10-7f3a","seq":0,"ts":"2026-11-29T20:15:00.000Z","type":"game_started","kind":"draughts10","mode":"standard","rated":true,"players":[{"account":"acc-1","seat":"white","ip":"ip-9c2e","device":"dv-51a0"},{"account":"acc-2","seat":"black","ip":"ip-1b7d","device":"dv-e33f"}],"stake":100,"currency":"coin","clock":{"move_s":30}}"#;
+
+    #[test]
+    fn detail_keys_are_escaped_as_serde_json_escapes_them() {
+        for key in [
+            "kind",
+            "a b",
+            "é",
+            "\u{7f}",
+            "q\"uote",
+            "back\\slash",
+            "tab\t",
+            "nul\0",
+            "\u{1f}x",
+            "",
+        ] {
+            let mut fast = String::from("{");
+            push_pair(&mut fast, key, "1");
+            let expected = format!("{{{}:1", serde_json::to_string(key).unwrap());
+            assert_eq!(fast, expected, "{key:?}");
+        }
+    }
 
     #[test]
     fn game_started_parses() {
