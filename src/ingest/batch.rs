@@ -409,6 +409,7 @@ impl Ctx<'_, '_, '_> {
         let mut tail = TailWindow::default();
         let mut head = (start == 0).then(Sha256::new);
         let mut lines_here = 0u64;
+        let (mut key_day, mut key) = (None, String::new());
         while let Some(item) = reader.next_item() {
             line_no += 1;
             lines_here += 1;
@@ -433,12 +434,17 @@ impl Ctx<'_, '_, '_> {
                         Ok(parsed) => {
                             // parse_line_detail checked UTF-8.
                             let raw = std::str::from_utf8(bytes).unwrap_or_default();
-                            let key = format!("date={}", syntax::date_of(parsed.event.ts));
-                            self.parts
-                                .buffers
-                                .entry(key)
-                                .or_default()
-                                .push(&parsed, raw, prov);
+                            // Lines of a file mostly share their day: its key is made once.
+                            let day = syntax::epoch_day(parsed.event.ts);
+                            if key_day != Some(day) {
+                                key = format!("date={}", syntax::date_of(parsed.event.ts));
+                                key_day = Some(day);
+                            }
+                            match self.parts.buffers.get_mut(&key) {
+                                Some(buf) => buf,
+                                None => self.parts.buffers.entry(key.clone()).or_default(),
+                            }
+                            .push(&parsed, raw, prov);
                             self.report.lines_valid += 1;
                         }
                         Err(reject) => {
