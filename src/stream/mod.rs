@@ -385,6 +385,7 @@ pub fn run(
     report.detect_errors = derived.detect_errors;
     report.compactions = derived.compactions;
     report.files_compacted = derived.files_compacted;
+    report.files_vacuumed = derived.files_vacuumed;
     report.last_version = report.last_version.max(derived.last_version);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
