@@ -98,10 +98,14 @@ impl PageCache {
         s
     }
 
-    /// Counts a filled page's bytes, dropping the oldest pages beyond [`MAX_BYTES`].
-    fn account(&self, version: u64, bytes: usize) {
+    /// Counts a filled page's bytes, dropping the oldest pages beyond [`MAX_BYTES`]. A slot
+    /// dropped meanwhile (a newer version, or the oldest when the cache was full) counts nothing:
+    /// its bytes go when the requests holding it end.
+    fn account(&self, version: u64, key: &Key, slot: &Slot, bytes: usize) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if inner.version != Some(version) {
+        if inner.version != Some(version)
+            || !inner.slots.get(key).is_some_and(|s| Arc::ptr_eq(s, slot))
+        {
             return;
         }
         inner.bytes += bytes;
@@ -129,6 +133,12 @@ impl PageCache {
             .unwrap_or_else(|e| e.into_inner())
             .slots
             .len()
+    }
+
+    /// Bytes counted.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 
     /// Whether nothing is kept.
@@ -180,7 +190,13 @@ pub fn gzip(bytes: &[u8]) -> Option<Bytes> {
 }
 
 /// The answer from a kept page, compressed when the client accepts it.
-fn answer(cache: &PageCache, version: u64, page: &Kept, gzip_ok: bool) -> Response {
+fn answer(
+    cache: &PageCache,
+    version: u64,
+    (key, slot): (&Key, &Slot),
+    page: &Kept,
+    gzip_ok: bool,
+) -> Response {
     let mut body = page.body.clone();
     let mut encoded = false;
     if gzip_ok {
@@ -191,7 +207,7 @@ fn answer(cache: &PageCache, version: u64, page: &Kept, gzip_ok: bool) -> Respon
             gz
         });
         if added > 0 {
-            cache.account(version, added);
+            cache.account(version, key, slot, added);
         }
         if let Some(gz) = gz {
             body = gz.clone();
@@ -270,19 +286,20 @@ pub async fn layer(State(app): State<AppState>, req: Request, next: Next) -> Res
     let cache = app.pages();
     let slot = cache.slot(version, &key);
     if let Some(Some(page)) = slot.get() {
-        return answer(cache, version, page, gzip_ok);
+        return answer(cache, version, (&key, &slot), page, gzip_ok);
     }
     // Render it (or wait for the request already rendering it).
     let mut mine = Some((req, next));
     let mut uncached: Option<Response> = None;
     let (mine_ref, uncached_ref) = (&mut mine, &mut uncached);
+    let (key_ref, slot_ref) = (&key, &slot);
     let kept = slot
         .get_or_init(move || async move {
             let (req, next) = mine_ref.take()?;
             match keepable(next.run(req).await).await {
                 Ok(page) => {
                     let page = Arc::new(page);
-                    cache.account(version, page.body.len());
+                    cache.account(version, key_ref, slot_ref, page.body.len());
                     Some(page)
                 }
                 Err(r) => {
@@ -297,7 +314,7 @@ pub async fn layer(State(app): State<AppState>, req: Request, next: Next) -> Res
         return r;
     }
     match (kept, mine) {
-        (Some(page), _) => answer(cache, version, &page, gzip_ok),
+        (Some(page), _) => answer(cache, version, (&key, &slot), &page, gzip_ok),
         // Another request rendered a page that cannot be kept: render ours.
         (None, Some((req, next))) => next.run(req).await,
         (None, None) => (StatusCode::INTERNAL_SERVER_ERROR, "no page\n").into_response(),
@@ -361,5 +378,29 @@ mod tests {
         assert_eq!(cache.slots(), MAX_PAGES);
         // The first page added at version 2 was dropped first.
         assert!(!Arc::ptr_eq(&b, &cache.slot(2, &key("/queue"))));
+    }
+
+    #[test]
+    fn only_pages_still_kept_are_counted() {
+        let cache = PageCache::default();
+        let key = |uri: &str| Key {
+            user: "rita".into(),
+            role: Role::Reviewer,
+            csrf: "t".into(),
+            uri: uri.into(),
+        };
+        let a = cache.slot(1, &key("/queue"));
+        cache.account(1, &key("/queue"), &a, 100);
+        assert_eq!(cache.bytes(), 100);
+        // A page of an older version, or a slot replaced under the same key, counts nothing.
+        cache.account(0, &key("/queue"), &a, 100);
+        let other: Slot = Arc::default();
+        cache.account(1, &key("/queue"), &other, 100);
+        assert_eq!(cache.bytes(), 100);
+        let b = cache.slot(2, &key("/queue"));
+        cache.account(1, &key("/queue"), &a, 100);
+        assert_eq!(cache.bytes(), 0);
+        cache.account(2, &key("/queue"), &b, 7);
+        assert_eq!(cache.bytes(), 7);
     }
 }
