@@ -325,6 +325,15 @@ pub async fn layer(State(app): State<AppState>, req: Request, next: Next) -> Res
 mod tests {
     use super::*;
 
+    fn key(uri: &str) -> Key {
+        Key {
+            user: "rita".into(),
+            role: Role::Reviewer,
+            csrf: "t".into(),
+            uri: uri.into(),
+        }
+    }
+
     #[test]
     fn accept_encoding_is_read_with_its_weights() {
         let h = |v: &str| {
@@ -359,12 +368,6 @@ mod tests {
     #[test]
     fn a_new_version_drops_every_page_and_the_oldest_go_first() {
         let cache = PageCache::default();
-        let key = |uri: &str| Key {
-            user: "rita".into(),
-            role: Role::Reviewer,
-            csrf: "t".into(),
-            uri: uri.into(),
-        };
         let a = cache.slot(1, &key("/queue"));
         assert!(Arc::ptr_eq(&a, &cache.slot(1, &key("/queue"))));
         cache.slot(1, &key("/game/g1"));
@@ -383,12 +386,6 @@ mod tests {
     #[test]
     fn only_pages_still_kept_are_counted() {
         let cache = PageCache::default();
-        let key = |uri: &str| Key {
-            user: "rita".into(),
-            role: Role::Reviewer,
-            csrf: "t".into(),
-            uri: uri.into(),
-        };
         let a = cache.slot(1, &key("/queue"));
         cache.account(1, &key("/queue"), &a, 100);
         assert_eq!(cache.bytes(), 100);
