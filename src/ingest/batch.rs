@@ -12,9 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::IngestError;
-use super::sink::{
-    EventBuffer, Partitions, Provenance, QuarantineBuffer, RESERVED_PARTITIONS, Rejected,
-};
+use super::sink::{Partitions, Provenance, QuarantineBuffer, Rejected};
 use super::source::{self, End, Item, WINDOW};
 use crate::lake::{self, Lake, NewFile, SourceState, State, Txn, hex, tables};
 use crate::log::{self, syntax};
@@ -442,17 +440,7 @@ impl Ctx<'_, '_, '_> {
                                 key = format!("date={}", syntax::date_of(parsed.event.ts));
                                 key_day = Some(day);
                             }
-                            if !self.parts.buffers.contains_key(&key) {
-                                let buf = if self.parts.buffers.len() < RESERVED_PARTITIONS {
-                                    EventBuffer::reserved()
-                                } else {
-                                    EventBuffer::default()
-                                };
-                                self.parts.buffers.insert(key.clone(), buf);
-                            }
-                            if let Some(buf) = self.parts.buffers.get_mut(&key) {
-                                buf.push(&parsed, raw, prov);
-                            }
+                            self.parts.push(&key, &parsed, raw, prov);
                             self.report.lines_valid += 1;
                         }
                         Err(reject) => {

@@ -91,7 +91,7 @@ const RESERVE_ROWS: usize = 1 << 16;
 
 /// Partitions buffered at once beyond which a new buffer reserves nothing (a file spanning many days
 /// must not reserve about 30 MB of address space per day).
-pub const RESERVED_PARTITIONS: usize = 4;
+const RESERVED_PARTITIONS: usize = 4;
 
 impl Default for EventBuffer {
     fn default() -> Self {
@@ -352,6 +352,22 @@ pub struct Partitions {
 }
 
 impl Partitions {
+    /// Appends a validated line to the buffer of partition `key` (`date=YYYY-MM-DD`), made if
+    /// absent: reserved while fewer than [`RESERVED_PARTITIONS`] are buffered.
+    pub fn push(&mut self, key: &str, p: &Parsed, raw: &str, prov: Provenance<'_>) {
+        if let Some(buf) = self.buffers.get_mut(key) {
+            buf.push(p, raw, prov);
+            return;
+        }
+        let mut buf = if self.buffers.len() < RESERVED_PARTITIONS {
+            EventBuffer::reserved()
+        } else {
+            EventBuffer::default()
+        };
+        buf.push(p, raw, prov);
+        self.buffers.insert(key.to_owned(), buf);
+    }
+
     /// Approximate bytes buffered over all partitions.
     pub fn bytes(&self) -> usize {
         self.buffers.values().map(EventBuffer::bytes).sum()
