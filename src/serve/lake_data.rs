@@ -39,6 +39,41 @@ const REFRESH: Duration = Duration::from_millis(1000);
 /// Games kept per lake version (a reviewer steps through a game's moves: one read per game).
 const GAMES_KEPT: usize = 512;
 
+/// Account views kept per lake version.
+const ACCOUNTS_KEPT: usize = 4096;
+
+/// Views read since a lake version was loaded, by id (`None`: no such id), at most `cap`: when
+/// full, the next one starts it again.
+struct Kept<T> {
+    map: Mutex<HashMap<String, T>>,
+    cap: usize,
+}
+
+impl<T: Clone> Kept<T> {
+    fn new(cap: usize) -> Self {
+        Kept {
+            map: Mutex::new(HashMap::new()),
+            cap,
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<T> {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    fn put(&self, id: &str, v: T) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= self.cap {
+            map.clear();
+        }
+        map.insert(id.to_owned(), v);
+    }
+}
+
 struct Cache {
     version: u64,
     guard: Arc<Guard>,
@@ -55,9 +90,10 @@ struct Cache {
     latest_event: i64,
     /// Every flagged account's queue row, in queue order: a request filters and pages it.
     queue: Vec<QueueRow>,
-    accounts: Mutex<HashMap<String, Option<AccountView>>>,
+    /// Account views read since this version was loaded, at most [`ACCOUNTS_KEPT`].
+    accounts: Kept<Option<AccountView>>,
     /// Games read since this version was loaded, at most [`GAMES_KEPT`].
-    games: Mutex<HashMap<String, Option<GameView>>>,
+    games: Kept<Option<GameView>>,
 }
 
 impl Cache {
@@ -429,8 +465,8 @@ impl LakeData {
             audit,
             latest_event,
             queue: Vec::new(),
-            accounts: Mutex::new(HashMap::new()),
-            games: Mutex::new(HashMap::new()),
+            accounts: Kept::new(ACCOUNTS_KEPT),
+            games: Kept::new(GAMES_KEPT),
         };
         cache.queue = queue_rows(&cache);
         Ok(cache)
@@ -461,20 +497,11 @@ impl LakeData {
 
     async fn account_inner(&self, id: &str) -> Result<Option<AccountView>, DataError> {
         let cache = self.cache().await?;
-        if let Some(v) = cache
-            .accounts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-        {
-            return Ok(v.clone());
+        if let Some(v) = cache.accounts.get(id) {
+            return Ok(v);
         }
         let view = self.build_account(&cache, id).await?;
-        cache
-            .accounts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string(), view.clone());
+        cache.accounts.put(id, view.clone());
         Ok(view)
     }
 
@@ -647,20 +674,11 @@ impl LakeData {
 
     async fn game_inner(&self, id: &str) -> Result<Option<GameView>, DataError> {
         let cache = self.cache().await?;
-        if let Some(v) = cache
-            .games
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-        {
-            return Ok(v.clone());
+        if let Some(v) = cache.games.get(id) {
+            return Ok(v);
         }
         let view = self.load_game(&cache, id).await?;
-        let mut kept = cache.games.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= GAMES_KEPT {
-            kept.clear();
-        }
-        kept.insert(id.to_owned(), view.clone());
+        cache.games.put(id, view.clone());
         Ok(view)
     }
 
