@@ -25,6 +25,7 @@ pub(crate) mod movegen;
 pub mod moves;
 pub mod notation;
 pub mod position;
+pub mod search;
 pub mod types;
 
 pub use fen::FenError;

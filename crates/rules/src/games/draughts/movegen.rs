@@ -372,11 +372,12 @@ pub(crate) fn perft<G: Geo, S: Side>(b: &Board, depth: u32, bufs: &mut [Vec<CMov
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::geometry::{Braz, Intl, sq_to_bit};
     use super::*;
 
-    fn bb<G: Geo>(squares: &[u8]) -> u64 {
+    /// The bitboard of PDN squares (shared by the tests of the search's evaluation).
+    pub(crate) fn bb<G: Geo>(squares: &[u8]) -> u64 {
         squares
             .iter()
             .fold(0, |a, &s| a | (1u64 << sq_to_bit::<G>(s)))
