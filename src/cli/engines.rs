@@ -1,13 +1,16 @@
-//! CLI commands for people and checks: draughts move lists and perft, and recomputing randomness by hand.
+//! CLI commands for people and checks: draughts move lists, perft and engine analysis, and recomputing
+//! randomness by hand.
 
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
 
 use vigie::fairness;
 use vigie::games::belote::deck_from_indices;
+use vigie::games::draughts::search::{Analysis, Engine, Limits};
 use vigie::games::draughts::{Position, Variant, perft};
 
 use super::Ctx;
@@ -50,6 +53,150 @@ pub enum Draughts {
         #[arg(long, value_parser = clap::value_parser!(u32).range(0..=MAX_PERFT_DEPTH as i64))]
         depth: u32,
     },
+    /// Searches a position with the engine and prints its best moves with scores (hundredths of a
+    /// man, for the side to move) and principal variations. Deterministic for a node budget.
+    ///
+    /// `--fen -` reads one FEN per line from stdin and answers each with one JSON line, keeping the
+    /// engine's table between positions (for playing games).
+    Analyse(AnalyseArgs),
+}
+
+/// `vigie draughts analyse`.
+#[derive(Debug, clap::Args)]
+pub struct AnalyseArgs {
+    #[arg(long, value_enum)]
+    variant: VariantArg,
+    /// Position in FEN, or `-` for one per line on stdin.
+    #[arg(long)]
+    fen: String,
+    /// Plies to search (the last completed iteration is reported).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=vigie::games::draughts::search::MAX_DEPTH as i64))]
+    depth: Option<u32>,
+    /// Nodes to search (deterministic). The default when no limit is given: 1,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    nodes: Option<u64>,
+    /// Milliseconds to search (not deterministic).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    movetime: Option<u64>,
+    /// Number of best moves to report.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    multipv: u16,
+    /// Transposition table size in MiB.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    hash: u16,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Node budget of `vigie draughts analyse` when no limit is given.
+pub const DEFAULT_ANALYSE_NODES: u64 = 1_000_000;
+
+#[derive(serde::Serialize)]
+struct LineOut {
+    #[serde(rename = "move")]
+    mv: String,
+    from: u8,
+    to: u8,
+    captures: Vec<u8>,
+    /// Hundredths of a man for the side to move; wins and losses as +-(30,000 - plies).
+    score: i32,
+    score_text: String,
+    pv: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct AnalysisOut {
+    fen: String,
+    depth: u32,
+    seldepth: u32,
+    nodes: u64,
+    ms: u64,
+    lines: Vec<LineOut>,
+}
+
+impl AnalyseArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            depth: self.depth,
+            nodes: self
+                .nodes
+                .or((self.depth.is_none() && self.movetime.is_none())
+                    .then_some(DEFAULT_ANALYSE_NODES)),
+            deadline: self
+                .movetime
+                .map(|ms| Instant::now() + Duration::from_millis(ms)),
+            full_width: false,
+        }
+    }
+
+    fn analyse(&self, engine: &mut Engine, pos: &Position) -> AnalysisOut {
+        let t0 = Instant::now();
+        let a: Analysis = engine.analyse(pos, &self.limits(), usize::from(self.multipv));
+        AnalysisOut {
+            fen: pos.to_fen(),
+            depth: a.depth,
+            seldepth: a.seldepth,
+            nodes: a.nodes,
+            ms: t0.elapsed().as_millis() as u64,
+            lines: a
+                .lines
+                .iter()
+                .map(|l| LineOut {
+                    mv: l.mv.to_full_string(),
+                    from: l.mv.from().number(),
+                    to: l.mv.to().number(),
+                    captures: l.mv.captures().iter().map(|s| s.number()).collect(),
+                    score: l.score.to_cp(),
+                    score_text: l.score.to_string(),
+                    pv: l.pv.iter().map(|m| m.to_full_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn run(&self) -> Result<()> {
+        let variant: Variant = self.variant.into();
+        let mut engine = Engine::new(usize::from(self.hash));
+        if self.fen != "-" {
+            let pos = Position::from_fen(variant, &self.fen)
+                .with_context(|| format!("parsing FEN {:?}", self.fen))?;
+            let out = self.analyse(&mut engine, &pos);
+            if self.json {
+                println!("{}", serde_json::to_string(&out)?);
+            } else {
+                println!(
+                    "depth {}, seldepth {}, {} nodes, {} ms",
+                    out.depth, out.seldepth, out.nodes, out.ms
+                );
+                if out.lines.is_empty() {
+                    println!("no legal move: the side to move has lost");
+                }
+                for (i, l) in out.lines.iter().enumerate() {
+                    println!("{}. {} {}  {}", i + 1, l.mv, l.score_text, l.pv.join(" "));
+                }
+            }
+            return Ok(());
+        }
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        for line in std::io::stdin().lock().lines() {
+            let line = line.context("reading stdin")?;
+            let fen = line.trim();
+            if fen.is_empty() {
+                continue;
+            }
+            let reply = match Position::from_fen(variant, fen) {
+                Ok(pos) => serde_json::to_string(&self.analyse(&mut engine, &pos))?,
+                Err(e) => {
+                    serde_json::to_string(&serde_json::json!({"fen": fen, "error": e.to_string()}))?
+                }
+            };
+            writeln!(out, "{reply}").context("writing stdout")?;
+            out.flush().context("writing stdout")?;
+        }
+        Ok(())
+    }
 }
 
 /// Deepest perft the CLI runs.
@@ -109,6 +256,7 @@ pub fn draughts(cmd: Draughts) -> Result<()> {
             println!("{n}");
             println!("{:.3} s, {:.0} leaves/s", secs, n as f64 / secs.max(1e-9));
         }
+        Draughts::Analyse(args) => args.run()?,
     }
     Ok(())
 }

@@ -164,6 +164,81 @@ fn draughts_commands_reproduce_the_fixtures() {
     );
 }
 
+#[test]
+fn draughts_analyse_prints_ranked_lines_and_answers_fens_on_stdin() {
+    // White's man on 28 must take Black's last piece: the one move, a win in one ply.
+    let text = stdout(&[
+        "draughts",
+        "analyse",
+        "--variant",
+        "international",
+        "--fen",
+        "W:W28:B23",
+        "--depth",
+        "4",
+    ]);
+    assert!(text.contains("1. 28x19 win in 1"), "{text}");
+    // Three ranked lines from the start, deterministic for a node budget.
+    let args = [
+        "draughts",
+        "analyse",
+        "--variant",
+        "brazilian",
+        "--fen",
+        "W:W21-32:B1-12",
+        "--nodes",
+        "20000",
+        "--multipv",
+        "3",
+        "--json",
+    ];
+    let a: serde_json::Value = serde_json::from_str(&stdout(&args)).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&stdout(&args)).unwrap();
+    let lines = a["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0]["score"].as_i64() >= lines[1]["score"].as_i64());
+    assert_eq!(lines[0]["pv"][0], lines[0]["move"]);
+    assert_eq!(
+        (a["lines"].clone(), a["nodes"].clone()),
+        (b["lines"].clone(), b["nodes"].clone())
+    );
+    // --fen -: one JSON line per FEN, a bad one answered with its error and the loop going on.
+    use std::io::Write;
+    let mut child = std::process::Command::new(crate::common::vigie_bin())
+        .args([
+            "draughts",
+            "analyse",
+            "--variant",
+            "international",
+            "--fen",
+            "-",
+            "--depth",
+            "3",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"W:W31-50:B1-20\nnot a fen\nB:W28:B\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let replies: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 3);
+    assert_eq!(replies[0]["depth"], 3);
+    assert!(replies[1]["error"].is_string());
+    // Black without a piece has no move: no line.
+    assert_eq!(replies[2]["lines"], serde_json::json!([]));
+}
+
 /// A log of several games, each with one fault injected, for `vigie verify`.
 fn faulty_log() -> (String, Vec<(String, i64, &'static str)>) {
     use crate::replay::{relink, sample_game, seq_of};
