@@ -53,6 +53,15 @@ pub struct SimulateArgs {
     /// connections, households behind one ip, friends who play each other often (labelled).
     #[arg(long, default_value_t = 0.0)]
     lookalikes: f64,
+    /// Engine-assisted accounts: they play a program's draughts move on all, half, a third, a
+    /// fifth or a tenth of their moves, in half of their games, or only in critical positions
+    /// (in turn; labelled with their use).
+    #[arg(long, default_value_t = 0)]
+    engine_users: u32,
+    /// Very strong honest draughts players, who search a few plies and rarely err (labelled
+    /// `very_strong` look-alikes).
+    #[arg(long, default_value_t = 0)]
+    strong_players: u32,
 }
 
 impl SimulateArgs {
@@ -73,6 +82,8 @@ impl SimulateArgs {
             six_bias,
             subtlety,
             lookalikes,
+            engine_users,
+            strong_players,
         } = self;
         let mut opts = if sample {
             vigie::sim::SimOptions::sample()
@@ -101,6 +112,8 @@ impl SimulateArgs {
         opts.six_bias = six_bias;
         opts.subtlety = subtlety;
         opts.lookalikes = lookalikes;
+        opts.engine_users = engine_users;
+        opts.strong_players = strong_players;
         super::pipeline::run_simulate(&out, &opts, ctx.progress)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -2,7 +2,7 @@
 
 use super::SimError;
 use super::plan::{FaultCode, GameKind, GameSpec, LoseBy};
-use super::population::{Account, Behaviour, Population};
+use super::population::{Account, Behaviour, EngineUse, Lookalike, Population};
 use super::record::{GameOutput, Outcome, Recorder, end_game, game_started};
 use super::rng::Rng;
 use super::timing::{Clockwork, Load};
@@ -11,6 +11,7 @@ use vigie_log::{
     MoveAction, RejectReason, Selection, Status as LogStatus, Timeout, TimeoutOutcome,
 };
 use vigie_rules::fairness::{self, SelectColor};
+use vigie_rules::games::draughts::search::{Engine, Limits};
 use vigie_rules::games::draughts::{
     Color, DrawReason, Duel, Game, Illegal, Mode as DMode, Move, Piece, Position, Role, Square,
     Status, Variant, WinReason, classify, duel_victims,
@@ -93,7 +94,19 @@ struct Sim<'a> {
     forced_draw_done: bool,
     /// Each side's last own move (from, to), for king shuffles in dead positions.
     last_move: [Option<(Square, Square)>; 2],
+    /// Each seat's search engine (engine users, very strong players), made at its first use: never
+    /// shared, so one player's deep searches do not lend the other their table.
+    engine: [Option<Engine>; 2],
 }
+
+/// Nodes the engine of an engine-assisted account searches per move (about 10 ms).
+const ENGINE_NODES: u64 = 20_000;
+/// Critical positions for [`EngineUse::Critical`]: the best move this much better than the second.
+const CRITICAL_GAP: i32 = 80;
+/// Depth of a very strong honest player's look at each move: 3 to 5 by player.
+const STRONG_DEPTH: u32 = 3;
+/// The standard deviation of their judgement's error, hundredths of a man.
+const STRONG_NOISE: f64 = 30.0;
 
 /// Simulates one draughts game.
 pub fn simulate(spec: &GameSpec, pop: &Population) -> Result<GameOutput, SimError> {
@@ -147,6 +160,7 @@ pub fn simulate(spec: &GameSpec, pop: &Population) -> Result<GameOutput, SimErro
         last_offer: [0; 2],
         forced_draw_done: false,
         last_move: [None; 2],
+        engine: [None, None],
         rng: Rng::new(rng.next_u64()),
     };
     sim.start()?;
@@ -737,9 +751,89 @@ impl Sim<'_> {
         if side == Color::White { w - b } else { b - w }
     }
 
+    /// A chance drawn from a hash of the game, the account and `salt`, so that the game's own
+    /// draws are not disturbed.
+    fn hashed_chance(&self, s: usize, salt: u64, p: f64) -> bool {
+        let mut h = self.spec.rng_seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for b in self.ids[s].bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Rng::new(h).chance(p)
+    }
+
+    /// The move the engine picks among `moves` (the legal moves, or all but a fault's excluded one)
+    /// within `nodes`, with the scores of the best two.
+    fn engine_pick(
+        &mut self,
+        s: usize,
+        moves: &[Move],
+        nodes: u64,
+        multipv: usize,
+    ) -> Option<(Move, Vec<i32>)> {
+        let pos = *self.game.position();
+        let engine = self.engine[s].get_or_insert_with(|| Engine::new(2));
+        let a = engine.analyse_moves(&pos, &Limits::nodes(nodes), multipv, Some(moves));
+        let best = a.lines.first()?;
+        let m = moves.iter().find(|m| m.key() == best.mv.key())?.clone();
+        Some((m, a.lines.iter().map(|l| l.score.to_cp()).collect()))
+    }
+
+    /// Engine-assisted accounts' and very strong players' moves; `None` for everyone else, and
+    /// for their own moves.
+    fn assisted_choice(&mut self, moves: &[Move], s: usize) -> Option<Move> {
+        if self.medieval {
+            return None; // the search does not model duels
+        }
+        let acc = self.accs[s];
+        if acc.lookalike == Some(Lookalike::VeryStrong) {
+            // A strong player: a shallow search of every move, judged with a small error, each
+            // move looked at afresh (no table carried from earlier moves).
+            let pos = *self.game.position();
+            let engine = self.engine[s].get_or_insert_with(|| Engine::new(1));
+            engine.clear();
+            // Each player sees 3 to 5 plies (a hash of the account, not a draw of the game).
+            let depth = STRONG_DEPTH + (acc.id.bytes().map(u32::from).sum::<u32>() % 3);
+            let a = engine.analyse_moves(&pos, &Limits::depth(depth), moves.len(), Some(moves));
+            let mut best: Option<(f64, &Move)> = None;
+            for l in &a.lines {
+                let v = f64::from(l.score.to_cp()) + STRONG_NOISE * self.rng.normal();
+                if best.is_none_or(|(b, _)| v > b) {
+                    best = Some((v, &l.mv));
+                }
+            }
+            let (_, m) = best?;
+            return moves.iter().find(|x| x.key() == m.key()).cloned();
+        }
+        let ply = u64::from(self.game.ply());
+        match acc.engine? {
+            EngineUse::Moves(share) => {
+                if self.hashed_chance(s, ply + 1, share) {
+                    return self.engine_pick(s, moves, ENGINE_NODES, 1).map(|(m, _)| m);
+                }
+                None
+            }
+            EngineUse::Games(share) => {
+                if self.hashed_chance(s, 0, share) {
+                    return self.engine_pick(s, moves, ENGINE_NODES, 1).map(|(m, _)| m);
+                }
+                None
+            }
+            EngineUse::Critical => {
+                let (m, scores) = self.engine_pick(s, moves, ENGINE_NODES, 2)?;
+                match scores.as_slice() {
+                    [best, second, ..] if best - second >= CRITICAL_GAP => Some(m),
+                    _ => None,
+                }
+            }
+        }
+    }
+
     fn choose(&mut self, moves: &[Move], s: usize) -> Move {
         if moves.len() == 1 {
             return moves[0].clone();
+        }
+        if let Some(m) = self.assisted_choice(moves, s) {
+            return m;
         }
         let pos = *self.game.position();
         let side = pos.turn();

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::SimOptions;
 use super::output::{FileRecord, MalformedLabel};
 use super::plan::{Arranged, FaultCode};
-use super::population::{Behaviour, GroupRole, Lookalike, Population};
+use super::population::{Behaviour, EngineUse, GroupRole, Lookalike, Population};
 use vigie_log::EventType;
 
 /// Schema tag of `labels.json`.
@@ -26,6 +26,9 @@ pub struct AccountLabel {
     pub group: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<GroupRole>,
+    /// Engine-assisted accounts: `{"mode": "moves" | "games", "share": x}` or `{"mode": "critical"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineUse>,
     /// 0-1, drives the move policy.
     pub skill: f64,
     pub device: String,
@@ -128,6 +131,7 @@ pub fn population_labels(
             lookalike: a.lookalike,
             group: a.group,
             role: a.role,
+            engine: a.engine,
             skill: (a.skill * 100.0).round() / 100.0,
             device: a.device.clone(),
             ips: std::iter::once(a.ip.clone())

@@ -76,6 +76,12 @@ pub struct SimOptions {
     /// Share of the honest accounts that look like cheaters (default 0; [`population::Lookalike`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub lookalikes: f64,
+    /// Engine-assisted accounts (default 0; their uses cycle through [`population::EngineUse::PATTERNS`]).
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub engine_users: u32,
+    /// Very strong honest draughts players (default 0; [`population::Lookalike::VeryStrong`]).
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub strong_players: u32,
     /// Worker threads (0: one per core). Never changes the output.
     #[serde(skip)]
     pub threads: u32,
@@ -98,6 +104,8 @@ impl Default for SimOptions {
             six_bias: 0.0,
             subtlety: 0.0,
             lookalikes: 0.0,
+            engine_users: 0,
+            strong_players: 0,
             threads: 0,
         }
     }
@@ -122,6 +130,8 @@ impl SimOptions {
             six_bias: 0.0,
             subtlety: 0.0,
             lookalikes: 0.0,
+            engine_users: 0,
+            strong_players: 0,
             threads: 0,
         }
     }
@@ -131,6 +141,8 @@ impl SimOptions {
         Style {
             subtlety: self.subtlety,
             lookalikes: self.lookalikes,
+            engine_users: self.engine_users as usize,
+            strong_players: self.strong_players as usize,
         }
     }
 
@@ -191,7 +203,9 @@ impl SimOptions {
             return bad(format!("at most 5000000 accounts, got {}", self.accounts));
         }
         let need = BehaviourCounts::for_population(self.accounts as usize, self.behaviour_rate)
-            .accounts_needed();
+            .accounts_needed()
+            + self.engine_users as usize
+            + self.strong_players as usize;
         if (self.accounts as usize) < need {
             return bad(format!(
                 "{} accounts are too few for the behaviours: at least {need}",
@@ -494,7 +508,10 @@ pub fn simulate(
             .behaviours
             .insert(b.as_str().to_string(), pop.count(b) as u64);
     }
-    for l in population::Lookalike::ALL {
+    for l in population::Lookalike::ALL
+        .into_iter()
+        .chain([population::Lookalike::VeryStrong])
+    {
         let n = pop
             .accounts
             .iter()
@@ -553,4 +570,8 @@ pub fn simulate(
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_zero_count(x: &u32) -> bool {
+    *x == 0
 }

@@ -28,11 +28,13 @@ pub enum Behaviour {
     Bot,
     /// One of a ring of 3-5 accounts sharing a device, playing each other often.
     SharedDevice,
+    /// Has a program choose draughts moves, on a share of moves or games ([`EngineUse`]).
+    EngineAssisted,
 }
 
 impl Behaviour {
     /// Every behaviour, in label order.
-    pub const ALL: [Behaviour; 9] = [
+    pub const ALL: [Behaviour; 10] = [
         Behaviour::Honest,
         Behaviour::TamperedClient,
         Behaviour::RageQuit,
@@ -42,6 +44,7 @@ impl Behaviour {
         Behaviour::WinTrading,
         Behaviour::Bot,
         Behaviour::SharedDevice,
+        Behaviour::EngineAssisted,
     ];
 
     /// The label text.
@@ -56,6 +59,7 @@ impl Behaviour {
             Behaviour::WinTrading => "win_trading",
             Behaviour::Bot => "bot",
             Behaviour::SharedDevice => "shared_device",
+            Behaviour::EngineAssisted => "engine_assisted",
         }
     }
 }
@@ -72,10 +76,13 @@ pub enum Lookalike {
     Household,
     /// One of two friends who play each other often, with ordinary results (like win traders).
     Friends,
+    /// A very strong honest draughts player: searches a few plies and rarely errs (like an engine
+    /// user). Placed by [`Style::strong_players`], not by [`Style::lookalikes`].
+    VeryStrong,
 }
 
 impl Lookalike {
-    /// Every look-alike class, in label order.
+    /// The classes [`Style::lookalikes`] spreads its share over, in label order.
     pub const ALL: [Lookalike; 4] = [
         Lookalike::QuickSteady,
         Lookalike::BadConnection,
@@ -90,6 +97,7 @@ impl Lookalike {
             Lookalike::BadConnection => "bad_connection",
             Lookalike::Household => "household",
             Lookalike::Friends => "friends",
+            Lookalike::VeryStrong => "very_strong",
         }
     }
 }
@@ -107,6 +115,46 @@ pub struct Style {
     pub subtlety: f64,
     /// Share of the honest accounts that are look-alikes, spread over the [`Lookalike`] classes.
     pub lookalikes: f64,
+    /// Engine-assisted accounts, their uses cycling through [`EngineUse::PATTERNS`] (0: none).
+    pub engine_users: usize,
+    /// Very strong honest draughts players ([`Lookalike::VeryStrong`]; 0: none).
+    pub strong_players: usize,
+}
+
+/// How an engine-assisted account uses its program.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "mode", content = "share")]
+pub enum EngineUse {
+    /// The engine's move on each own move with this chance.
+    Moves(f64),
+    /// The engine's move on every own move of this share of games.
+    Games(f64),
+    /// The engine's move only in critical positions (where the best move is clearly better than
+    /// the second), the player's own elsewhere.
+    Critical,
+}
+
+impl EngineUse {
+    /// The uses given to engine-assisted accounts in turn: shares of moves from all to a tenth,
+    /// half of the games, critical positions only.
+    pub const PATTERNS: [EngineUse; 7] = [
+        EngineUse::Moves(1.0),
+        EngineUse::Moves(0.5),
+        EngineUse::Moves(1.0 / 3.0),
+        EngineUse::Moves(0.2),
+        EngineUse::Moves(0.1),
+        EngineUse::Games(0.5),
+        EngineUse::Critical,
+    ];
+
+    /// A label for reports: `moves 0.50`, `games 0.50`, `critical`.
+    pub fn label(self) -> String {
+        match self {
+            EngineUse::Moves(s) => format!("moves {s:.2}"),
+            EngineUse::Games(s) => format!("games {s:.2}"),
+            EngineUse::Critical => "critical".to_string(),
+        }
+    }
 }
 
 /// A member's role in its group.
@@ -163,6 +211,8 @@ pub struct Account {
     pub disconnect_rate: f64,
     /// The honest look-alike class, if any.
     pub lookalike: Option<Lookalike>,
+    /// Engine-assisted accounts: how they use the program.
+    pub engine: Option<EngineUse>,
 }
 
 impl Account {
@@ -301,6 +351,7 @@ impl Population {
                     sigma: None,
                     disconnect_rate: 0.0,
                     lookalike: None,
+                    engine: None,
                 }
             })
             .collect();
@@ -407,7 +458,9 @@ impl Population {
                 let mut placed = 0;
                 while placed < per_class {
                     let size = match class {
-                        Lookalike::QuickSteady | Lookalike::BadConnection => 1,
+                        Lookalike::QuickSteady
+                        | Lookalike::BadConnection
+                        | Lookalike::VeryStrong => 1,
                         Lookalike::Friends => 2,
                         Lookalike::Household => rng.range(2, 4) as usize,
                     };
@@ -432,7 +485,7 @@ impl Population {
                                 a.activity = a.activity.max(1.0) * 2.0;
                             }
                             Lookalike::Household => a.ip = shared_ip.clone(),
-                            Lookalike::Friends => {}
+                            Lookalike::Friends | Lookalike::VeryStrong => {}
                         }
                         if size > 1 {
                             a.group = Some(g);
@@ -449,6 +502,21 @@ impl Population {
                     }
                 }
             }
+        }
+        // Drawn last, and only when asked for, so that populations without them are unchanged.
+        for k in 0..style.engine_users {
+            let Some(i) = take(&mut free) else { break };
+            let a = &mut accounts[i];
+            a.behaviour = Behaviour::EngineAssisted;
+            a.engine = Some(EngineUse::PATTERNS[k % EngineUse::PATTERNS.len()]);
+            a.activity = a.activity.max(1.0) * 2.0;
+        }
+        for _ in 0..style.strong_players {
+            let Some(i) = take(&mut free) else { break };
+            let a = &mut accounts[i];
+            a.lookalike = Some(Lookalike::VeryStrong);
+            a.skill = rng.uniform(0.95, 0.99);
+            a.activity = a.activity.max(1.0) * 2.0;
         }
         let mut cumulative = Vec::with_capacity(n);
         let mut acc = 0.0;
@@ -519,6 +587,7 @@ mod tests {
         let style = Style {
             subtlety: 1.0,
             lookalikes: 0.1,
+            ..Style::default()
         };
         let subtle = Population::generate(&mut Rng::new(9), 400, counts, style);
         // The same accounts have the same behaviours: only the knobs differ.
@@ -571,11 +640,63 @@ mod tests {
     }
 
     #[test]
+    fn engine_users_and_strong_players_are_drawn_last_and_change_nobody_else() {
+        let counts = BehaviourCounts::for_population(200, 0.01);
+        let plain = Population::generate(&mut Rng::new(5), 200, counts, Style::default());
+        let style = Style {
+            engine_users: 9,
+            strong_players: 3,
+            ..Style::default()
+        };
+        let with = Population::generate(&mut Rng::new(5), 200, counts, style);
+        let users: Vec<&Account> = with
+            .accounts
+            .iter()
+            .filter(|a| a.behaviour == Behaviour::EngineAssisted)
+            .collect();
+        assert_eq!(users.len(), 9);
+        // Every use of the cycle is given, the first two twice.
+        for u in EngineUse::PATTERNS {
+            assert!(users.iter().any(|a| a.engine == Some(u)), "{u:?}");
+        }
+        let strong: Vec<&Account> = with
+            .accounts
+            .iter()
+            .filter(|a| a.lookalike == Some(Lookalike::VeryStrong))
+            .collect();
+        assert_eq!(strong.len(), 3);
+        assert!(
+            strong
+                .iter()
+                .all(|a| a.skill >= 0.95 && a.behaviour == Behaviour::Honest)
+        );
+        let mut changed = 0;
+        for (a, b) in plain.accounts.iter().zip(&with.accounts) {
+            assert_eq!(a.id, b.id);
+            if a.behaviour != b.behaviour || a.lookalike != b.lookalike {
+                changed += 1;
+                assert_eq!(
+                    a.behaviour,
+                    Behaviour::Honest,
+                    "only honest accounts are turned"
+                );
+            } else {
+                assert_eq!(
+                    (a.skill, a.activity, &a.device),
+                    (b.skill, b.activity, &b.device)
+                );
+            }
+        }
+        assert_eq!(changed, 12);
+    }
+
+    #[test]
     fn a_subtle_quitter_acts_in_about_its_share_of_games() {
         let counts = BehaviourCounts::for_population(100, 0.02);
         let style = Style {
             subtlety: 1.0,
             lookalikes: 0.0,
+            ..Style::default()
         };
         let pop = Population::generate(&mut Rng::new(4), 100, counts, style);
         let Some(q) = pop
