@@ -15,6 +15,7 @@ pub fn tables() -> Vec<TableDef> {
     v.extend(crate::replay::run::derived_table_defs());
     v.push(crate::features::account_table());
     v.push(crate::features::pair_table());
+    v.push(crate::analysis::MoveAnalysisRow::def());
     v.push(crate::detect::FlagRow::def());
     v.push(crate::review::AuditRow::def());
     v

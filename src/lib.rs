@@ -13,6 +13,7 @@
 //! simulator); in this crate, [`lake`] (tables and atomic commits) is the
 //! lowest room.
 
+pub mod analysis;
 pub mod catalog;
 pub mod detect;
 pub mod features;

@@ -48,7 +48,7 @@ enum Command {
     Admin(cli::admin::AdminCmd),
     /// Ingests server log files or directories (.jsonl, .jsonl.gz, .jsonl.zst) into the lake.
     Ingest(cli::ingest::IngestArgs),
-    /// Draughts: legal moves and perft of a position.
+    /// Draughts: legal moves, perft and engine analysis of a position.
     #[command(subcommand)]
     Draughts(cli::engines::Draughts),
     /// Recomputes commitments, dice, shuffles and duels from a seed, by hand.
@@ -67,6 +67,8 @@ enum Command {
     Lake(cli::lake::LakeArgs),
     /// Computes account and pair features, then runs the detection rules into flags.
     Detect(cli::detect::DetectArgs),
+    /// Judges every move of selected rated draughts games with the engine, into move_analysis.
+    Analyse(cli::analyse::AnalyseArgs),
     /// Scores the flags against the simulator's ground truth: precision and recall per behaviour.
     Eval(cli::eval::EvalArgs),
     /// Generates the compliance audit report of a period (or verifies one: `vigie report verify DIR`).
@@ -134,6 +136,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Vacuum(args) => args.run(&ctx),
         Command::Lake(args) => args.run(&ctx),
         Command::Detect(args) => args.run(&ctx),
+        Command::Analyse(args) => args.run(&ctx),
         Command::Eval(args) => args.run(&ctx),
         Command::Report(args) => args.run(&ctx),
         Command::Docs(args) => args.run(&ctx),

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub mod admin;
+pub mod analyse;
 pub mod calibrate;
 pub mod demo;
 pub mod detect;

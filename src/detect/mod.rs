@@ -157,10 +157,12 @@ pub fn run_scoped(
     };
     let state = lake.state()?;
     let replayed = state.stage::<crate::replay::run::ReplayStage>()?;
+    let analysed = state.stage::<crate::analysis::AnalysisStage>()?;
     let prev = state.stage::<DetectStage>()?;
     if let Some(prev) = &prev
         && !force
         && prev.replay == replayed
+        && prev.analysis == analysed
         && prev.rules == fingerprint
     {
         return Ok(DetectReport {
@@ -205,6 +207,7 @@ pub fn run_scoped(
     }
     txn.put_stage(&DetectStage {
         replay: replayed,
+        analysis: analysed,
         rules: fingerprint,
         window_end_ms: window_end,
     })?;
@@ -232,6 +235,9 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, DetectError> {
 #[serde(deny_unknown_fields)]
 pub struct DetectStage {
     pub replay: Option<crate::replay::run::ReplayStage>,
+    /// The engine analysis it read (absent in checkpoints written before the analysis existed).
+    #[serde(default)]
+    pub analysis: Option<crate::analysis::AnalysisStage>,
     pub rules: String,
     pub window_end_ms: i64,
 }
@@ -247,6 +253,7 @@ pub fn rule_tables() -> Vec<crate::lake::tables::TableDef> {
     v.extend(crate::replay::run::derived_table_defs());
     v.push(crate::features::account_table());
     v.push(crate::features::pair_table());
+    v.push(crate::analysis::MoveAnalysisRow::def());
     v
 }
 

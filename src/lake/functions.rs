@@ -4,6 +4,9 @@
 //! `k`, i.e. how often an account with the platform's rate would show `k` or more events. Null
 //! when an argument is null; 1 when `k <= 0`; 0 when `lambda <= 0 < k`.
 //!
+//! `normal_at_least(z)`: the chance that a standard normal variable is at least `z` (the p-value of a
+//! z-score). Null when `z` is null.
+//!
 //! `binomial_at_least(k, n, p)`: the chance of at least `k` successes in `n` trials of
 //! probability `p`, i.e. how often an account with the platform's share would show `k` or more
 //! of its `n` (an abandon in `k` of `n` lost games). Null when an argument is null or `p` is not
@@ -56,6 +59,14 @@ pub fn binomial_at_least(k: f64, n: f64, p: f64) -> f64 {
     }
 }
 
+/// P(Z >= z) for Z ~ Normal(0, 1).
+pub fn normal_at_least(z: f64) -> f64 {
+    if z.is_nan() {
+        return f64::NAN;
+    }
+    0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
+}
+
 /// A scalar function of `N` Float64 arguments, row by row: null when an argument is null or
 /// `f` gives none.
 fn float_udf<const N: usize>(name: &'static str, f: fn([f64; N]) -> Option<f64>) -> ScalarUDF {
@@ -92,6 +103,9 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(float_udf("poisson_at_least", |[k, lambda]| {
         Some(poisson_at_least(k, lambda))
     }));
+    ctx.register_udf(float_udf("normal_at_least", |[z]| {
+        Some(normal_at_least(z)).filter(|v| !v.is_nan())
+    }));
     ctx.register_udf(float_udf("binomial_at_least", |[k, n, p]| {
         Some(binomial_at_least(k, n, p)).filter(|v| !v.is_nan())
     }));
@@ -100,6 +114,14 @@ pub fn register(ctx: &SessionContext) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normal_tail() {
+        assert!((normal_at_least(0.0) - 0.5).abs() < 1e-15);
+        assert!((normal_at_least(1.959_963_984_540_054) - 0.025).abs() < 1e-9);
+        assert!((normal_at_least(-1.0) - (1.0 - normal_at_least(1.0))).abs() < 1e-12);
+        assert!((normal_at_least(4.753_424_308_822_899) / 1e-6 - 1.0).abs() < 1e-6);
+    }
 
     #[test]
     fn poisson_tails() {

@@ -252,6 +252,10 @@ pub const RULES: &[(&str, &str)] = &[
         "integrity_involvement",
         "Involved in games with server integrity findings",
     ),
+    (
+        "engine_assistance",
+        "Finds the draughts moves only a deep search sees",
+    ),
 ];
 
 /// Queue filters and paging.

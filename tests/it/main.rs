@@ -1,5 +1,6 @@
 //! Integration tests of the `vigie` crate and binary (one test binary, one module per area).
 
+mod analysis;
 mod architecture;
 mod cli;
 mod common;
