@@ -1,0 +1,122 @@
+-- id: engine_assistance
+-- title: Engine-assisted play
+-- behaviour: engine_assisted
+-- catches: accounts whose draughts moves agree with a deep search more than any person's do, over
+--   enough analysed positions of rated 10x10 and 8x8 games (Medieval games are not analysed), even
+--   when the program chooses only some of their moves.
+-- why: two things tell a program's move from a person's, whatever the player's strength. Where
+--   several moves are about as good (within a fifth of a man of the best), a person picks one of them
+--   for their own reasons; a program picks its first. So among the account's good moves in such
+--   positions, the share that is exactly the engine's first choice is tested against the platform's
+--   share at the same number of good moves (a strong player plays good moves more often, not the
+--   engine's first among them more often). And where the best move is one a shallow search misses
+--   and the engine's beats it clearly ("hard" positions), finding it needs a deep search: the
+--   account's hard finds are tested against the platform's rate, per board. Each test gives a
+--   z-score against the platform's own baseline (fit from every analysed game); the two are combined
+--   (Stouffer) and the account is flagged when the combined chance is at most max_p. The evidence also
+--   gives the account's agreement with the engine on every non-forced move against its expected value
+--   given each position's difficulty, its average loss against the expected one, the account's
+--   place among the analysed accounts, and its think time in hard positions against ordinary ones
+--   beside the platform's ratio (people think longer when it is hard). As on every platform that does
+--   this, a person decides: review only, never a block.
+-- severity: high
+-- action: review
+-- param min_good = 40 : good moves (one of several within a fifth of a man of the best) in 30 days
+-- param min_games = 10 : analysed games in 30 days
+-- param max_p = 0.0001 : chance of a combined z-score at least that high for a person (false flags per account and month)
+WITH m AS (
+    SELECT a.*, CASE WHEN a.near_best >= 4 THEN 4 ELSE a.near_best END AS difficulty,
+           a.near_best >= 2 AND a.loss <= 20 AS good_choice
+    FROM move_analysis a
+    WHERE NOT a.forced AND NOT a.auto
+      AND CAST(a.date AS DATE) >= CAST((SELECT max(window_end) FROM account_features) AS DATE) - INTERVAL '30 days'
+),
+hard_base AS (
+    SELECT kind, avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) AS p_hard
+    FROM m WHERE hard GROUP BY kind
+),
+good_base AS (
+    SELECT kind, difficulty, avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) AS p_top
+    FROM m WHERE good_choice GROUP BY kind, difficulty
+),
+base AS (
+    SELECT kind, difficulty, avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) AS p_match,
+           avg(CAST(loss AS DOUBLE)) AS mean_loss, var_pop(CAST(loss AS DOUBLE)) AS var_loss
+    FROM m GROUP BY kind, difficulty
+),
+think_base AS (
+    SELECT avg(CASE WHEN hard THEN think_ms END) / greatest(avg(CASE WHEN NOT hard THEN think_ms END), 1) AS ratio
+    FROM m
+),
+acc AS (
+    SELECT m.player AS account, count(*) AS positions, count(DISTINCT m.game) AS games,
+           sum(CASE WHEN m.good_choice THEN 1 ELSE 0 END) AS good_positions,
+           sum(CASE WHEN m.good_choice AND m.matched THEN 1 ELSE 0 END) AS top_choices,
+           sum(CASE WHEN m.good_choice THEN g.p_top ELSE 0 END) AS expected_top_choices,
+           sum(CASE WHEN m.good_choice THEN g.p_top * (1 - g.p_top) ELSE 0 END) AS var_top,
+           sum(CASE WHEN m.hard THEN 1 ELSE 0 END) AS hard_positions,
+           sum(CASE WHEN m.hard AND m.matched THEN 1 ELSE 0 END) AS hard_finds,
+           sum(CASE WHEN m.hard THEN h.p_hard ELSE 0 END) AS expected_hard_finds,
+           sum(CASE WHEN m.hard THEN h.p_hard * (1 - h.p_hard) ELSE 0 END) AS var_hard,
+           sum(CASE WHEN m.matched THEN 1 ELSE 0 END) AS matches,
+           sum(b.p_match) AS expected_matches,
+           sum(b.p_match * (1 - b.p_match)) AS var_matches,
+           avg(CAST(m.loss AS DOUBLE)) AS average_loss,
+           avg(b.mean_loss) AS expected_loss,
+           sum(b.var_loss) AS var_loss_sum,
+           avg(CASE WHEN m.hard THEN m.think_ms END) / greatest(avg(CASE WHEN NOT m.hard THEN m.think_ms END), 1) AS think_ratio
+    FROM m
+    JOIN base b ON b.kind = m.kind AND b.difficulty = m.difficulty
+    LEFT JOIN hard_base h ON h.kind = m.kind
+    LEFT JOIN good_base g ON g.kind = m.kind AND g.difficulty = m.difficulty
+    GROUP BY m.player
+),
+scored AS (
+    SELECT a.*,
+           (a.top_choices - a.expected_top_choices) / sqrt(greatest(a.var_top, 1e-9)) AS top_choice_z,
+           CASE WHEN a.hard_positions > 0
+                THEN (a.hard_finds - a.expected_hard_finds) / sqrt(greatest(a.var_hard, 1e-9)) ELSE 0 END AS hard_z
+    FROM acc a
+    WHERE a.good_positions >= ${min_good} AND a.games >= ${min_games}
+),
+tested AS (
+    SELECT s.*,
+           (s.top_choice_z + s.hard_z) / sqrt(2.0) AS combined_z,
+           normal_at_least((s.top_choice_z + s.hard_z) / sqrt(2.0)) AS p_value,
+           CAST(s.top_choices AS DOUBLE) / s.good_positions AS top_choice_rate,
+           s.expected_top_choices / s.good_positions AS platform_top_choice_rate,
+           CAST(s.hard_finds AS DOUBLE) / greatest(s.hard_positions, 1) AS hard_find_rate,
+           s.expected_hard_finds / greatest(s.hard_positions, 1) AS platform_hard_find_rate,
+           (s.matches - s.expected_matches) / sqrt(greatest(s.var_matches, 1e-9)) AS match_z,
+           CAST(s.matches AS DOUBLE) / s.positions AS match_rate,
+           s.expected_matches / s.positions AS expected_match_rate,
+           (s.expected_loss - s.average_loss) * s.positions / sqrt(greatest(s.var_loss_sum, 1e-9)) AS loss_z
+    FROM scored s
+),
+ranked AS (
+    SELECT t.*, percent_rank() OVER (ORDER BY t.combined_z) AS combined_z_percentile,
+           count(*) OVER () AS accounts_compared
+    FROM tested t
+)
+SELECT x.account, '30d' AS "window",
+       -log10(greatest(x.p_value, 1e-300)) AS score,
+       x.combined_z, x.p_value, x.combined_z_percentile, x.accounts_compared,
+       x.good_positions, x.top_choices, x.top_choice_rate, x.platform_top_choice_rate, x.top_choice_z,
+       x.hard_positions, x.hard_finds, x.hard_find_rate, x.platform_hard_find_rate, x.hard_z,
+       x.positions, x.games, x.match_rate, x.expected_match_rate, x.match_z,
+       x.average_loss, x.expected_loss, x.loss_z,
+       x.think_ratio, tb.ratio AS platform_think_ratio,
+       ${min_good} AS min__good_positions, ${max_p} AS max__p_value,
+       e.refs, e.first_seen, e.last_seen
+FROM ranked x
+CROSS JOIN think_base tb
+LEFT JOIN (
+    SELECT a.player AS account,
+           array_agg(concat(a.game, ':', CAST(a.seq AS VARCHAR)) ORDER BY a.second_gap DESC, a.game, a.seq) AS refs,
+           min(g.started_at) AS first_seen, max(g.started_at) AS last_seen
+    FROM move_analysis a LEFT JOIN games g ON g.game = a.game
+    WHERE a.matched AND NOT a.forced AND NOT a.auto AND (a.hard OR (a.near_best >= 2 AND a.loss <= 20))
+      AND CAST(a.date AS DATE) >= CAST((SELECT max(window_end) FROM account_features) AS DATE) - INTERVAL '30 days'
+    GROUP BY a.player
+) e ON e.account = x.account
+WHERE x.p_value <= ${max_p}
