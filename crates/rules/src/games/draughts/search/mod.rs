@@ -327,6 +327,9 @@ impl Engine {
             if s.stopped {
                 break;
             }
+            // Each line's score comes from its own search: order them by score (the first line
+            // found stays first among equals).
+            lines.sort_by_key(|l| std::cmp::Reverse(l.score));
             done = lines;
             out.depth = depth;
             // Best lines first in the next iteration.
