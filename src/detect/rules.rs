@@ -183,7 +183,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Rule>, RuleError> {
 }
 
 /// The rules shipped with the binary (`queries/detect/*.sql` at build time): (path, text).
-pub const BUILTIN: [(&str, &str); 9] = [
+pub const BUILTIN: [(&str, &str); 10] = [
     (
         "queries/detect/bot_timing.sql",
         include_str!("../../queries/detect/bot_timing.sql"),
@@ -191,6 +191,10 @@ pub const BUILTIN: [(&str, &str); 9] = [
     (
         "queries/detect/chip_dumping.sql",
         include_str!("../../queries/detect/chip_dumping.sql"),
+    ),
+    (
+        "queries/detect/engine_assistance.sql",
+        include_str!("../../queries/detect/engine_assistance.sql"),
     ),
     (
         "queries/detect/integrity_involvement.sql",
