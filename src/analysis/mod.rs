@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type};
 
+use crate::lake::sql::literal;
 use crate::lake::{Lake, LakeError, Snapshot, Stage};
 use crate::row_table;
 use vigie_rules::games::draughts::search::{Engine, Limits, MAN};
@@ -216,10 +217,6 @@ pub fn sampled(game: &str, share: f64) -> bool {
     ((h >> 11) as f64 / (1u64 << 53) as f64) < share
 }
 
-fn sql_lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
 fn corrupt(table: &'static str, column: &'static str, problem: impl Into<String>) -> AnalysisError {
     AnalysisError::Corrupt {
         table,
@@ -399,11 +396,11 @@ async fn moves_of(
     date: &str,
     games: &[&Candidate],
 ) -> Result<BTreeMap<String, Vec<Played>>, AnalysisError> {
-    let ids: Vec<String> = games.iter().map(|c| sql_lit(&c.game)).collect();
+    let ids: Vec<String> = games.iter().map(|c| literal(&c.game)).collect();
     let sql = format!(
         "SELECT game, seq, ply, player, text, legal, auto, think_ms FROM moves \
          WHERE date = {} AND accepted AND action = 'move' AND game IN ({}) ORDER BY game, seq",
-        sql_lit(date),
+        literal(date),
         ids.join(", ")
     );
     let mut out: BTreeMap<String, Vec<Played>> = BTreeMap::new();

@@ -275,6 +275,11 @@ impl datafusion::physical_optimizer::PhysicalOptimizerRule for DeadlineRule {
     }
 }
 
+/// A text value as an SQL string literal (single quotes doubled), for ids put into a query.
+pub fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
 /// A DataFusion session with every lake table of the snapshot registered, its function
 /// calls bounded by the memory budget (`lake::bounded`).
 pub async fn session(

@@ -9,6 +9,7 @@ use datafusion::arrow::datatypes::{DataType, TimeUnit};
 
 use super::data::*;
 use crate::lake::Lake;
+use crate::lake::sql::literal as lit;
 use crate::log::{Kind, Mode, Seat};
 use crate::review::{AuditEntry, NewAuditEntry, ReviewIndex};
 use crate::sql::{Guard, QueryLimits, TableAccess};
@@ -122,11 +123,6 @@ pub struct LakeData {
 
 fn df_err(e: impl std::fmt::Display) -> DataError {
     DataError::Unavailable(e.to_string())
-}
-
-/// A single-quoted SQL string literal.
-fn lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 /// Column accessors over a batch, by name, tolerant of types.

@@ -34,7 +34,8 @@ pub(crate) struct Intl;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Braz;
 
-const fn bit_of(n: u32, square: u32) -> u32 {
+/// The bit of PDN square `square` on a board of `n` dark squares per row.
+pub(crate) const fn bit_of(n: u32, square: u32) -> u32 {
     let s = square - 1;
     s + s / (2 * n)
 }

@@ -2,7 +2,7 @@
 //! and tempo, centre and back-rank control, runaway men, locked men and mobility, and the known
 //! drawn endings of kings against a lone king.
 
-use super::super::geometry::{Bits, Braz, Geo, Intl, fill, shift};
+use super::super::geometry::{Bits, Braz, Geo, Intl, bit_of, fill, shift};
 
 /// A man.
 pub const MAN: i32 = 100;
@@ -24,9 +24,19 @@ pub(crate) struct Tables {
     rows: u8,
 }
 
-const fn bit_of(n: u32, square: u32) -> u32 {
+/// Row (0: square 1's, Black's back row) and column (0-based, over all ten or eight columns) of
+/// PDN square `square` on a board of `n` dark squares per row.
+const fn row_col(n: u32, square: u32) -> (u32, u32) {
     let s = square - 1;
-    s + s / (2 * n)
+    let (row, p) = (s / n, s % n);
+    (
+        row,
+        if row.is_multiple_of(2) {
+            2 * p + 1
+        } else {
+            2 * p
+        },
+    )
 }
 
 const fn build(n: u32) -> Tables {
@@ -41,42 +51,17 @@ const fn build(n: u32) -> Tables {
     };
     let mut sq = 1;
     while sq <= 2 * n * n {
-        let s = sq - 1;
-        let row = s / n;
-        let p = s % n;
-        let col = if row.is_multiple_of(2) {
-            2 * p + 1
-        } else {
-            2 * p
-        };
+        let (row, col) = row_col(n, sq);
         let b = bit_of(n, sq) as usize;
         t.white_adv[b] = (rows - 1 - row) as u8;
         t.black_adv[b] = row as u8;
         if row + 2 >= n && row <= n + 1 && col + 3 >= n && col <= n + 2 {
             t.centre |= 1u64 << b;
         }
-        sq += 1;
-    }
-    // Cones: every square of a later row within the diagonals' spread.
-    let mut sq = 1;
-    while sq <= 2 * n * n {
-        let s = sq - 1;
-        let (row, p) = (s / n, s % n);
-        let col = if row.is_multiple_of(2) {
-            2 * p + 1
-        } else {
-            2 * p
-        };
-        let b = bit_of(n, sq) as usize;
+        // Cones: every square of a later row within the diagonals' spread.
         let mut other = 1;
         while other <= 2 * n * n {
-            let o = other - 1;
-            let (orow, op) = (o / n, o % n);
-            let ocol = if orow.is_multiple_of(2) {
-                2 * op + 1
-            } else {
-                2 * op
-            };
+            let (orow, ocol) = row_col(n, other);
             let dc = ocol.abs_diff(col);
             let ob = 1u64 << bit_of(n, other);
             if orow < row && dc <= row - orow {

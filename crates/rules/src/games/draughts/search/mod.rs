@@ -445,6 +445,12 @@ struct Searcher<'a> {
     full_width: bool,
 }
 
+/// Whether `m` crowns a man (a king's move never does).
+#[inline(always)]
+fn promotes<G: Geo, S: Side>(b: &Board, m: &CMove) -> bool {
+    b.kings & (1u64 << m.from) == 0 && (1u64 << m.to) & promo_row::<G, S>() != 0
+}
+
 /// Absolute bitboards of a side-relative board.
 #[inline(always)]
 fn absolute<S: Side>(b: &Board) -> (u64, u64) {
@@ -492,6 +498,13 @@ impl Searcher<'_> {
         }
     }
 
+    /// A node at `ply` is entered: its line starts empty, the deepest ply is kept.
+    #[inline]
+    fn enter(&mut self, ply: usize) {
+        self.pv_len[ply] = ply;
+        self.seldepth = self.seldepth.max(ply);
+    }
+
     /// The line at `ply` becomes `m` followed by the child's line.
     #[inline]
     fn update_pv(&mut self, ply: usize, m: CMove) {
@@ -537,7 +550,7 @@ impl Searcher<'_> {
                 continue;
             }
             let from_king = b.kings & (1u64 << m.from) != 0;
-            let promotes = !from_king && (1u64 << m.to) & promo_row::<G, S>() != 0;
+            let promotes = promotes::<G, S>(b, &m);
             let child = movegen::make::<G, S>(b, &m);
             let ck = tt::key_after(key, S::WHITE, b.kings, &m, promotes);
             self.keys[1] = ck;
@@ -582,10 +595,7 @@ impl Searcher<'_> {
         ply: usize,
         pv_node: bool,
     ) -> i32 {
-        self.pv_len[ply] = ply;
-        if ply > self.seldepth {
-            self.seldepth = ply;
-        }
+        self.enter(ply);
         if self.repeats(ply) {
             return 0;
         }
@@ -644,9 +654,7 @@ impl Searcher<'_> {
             } else if m.captured != 0 {
                 (1 << 28) + 16 * (m.captured & b.kings).count_ones() as i32
             } else {
-                let promotes =
-                    b.kings & (1u64 << m.from) == 0 && (1u64 << m.to) & promo_row::<G, S>() != 0;
-                if promotes {
+                if promotes::<G, S>(b, m) {
                     1 << 27
                 } else if self.killers[ply][0] == Some(*m) {
                     (1 << 26) + 1
@@ -672,7 +680,7 @@ impl Searcher<'_> {
             moves.swap(i, j);
             let m = moves[i];
             let from_king = b.kings & (1u64 << m.from) != 0;
-            let promotes = !from_king && (1u64 << m.to) & promo_row::<G, S>() != 0;
+            let promotes = promotes::<G, S>(b, &m);
             let quiet = m.captured == 0 && !promotes;
             let child = movegen::make::<G, S>(b, &m);
             let ck = tt::key_after(key, S::WHITE, b.kings, &m, promotes);
@@ -771,10 +779,7 @@ impl Searcher<'_> {
         ply: usize,
         capture: bool,
     ) -> i32 {
-        self.pv_len[ply] = ply;
-        if ply > self.seldepth {
-            self.seldepth = ply;
-        }
+        self.enter(ply);
         self.tick();
         if self.stopped {
             return 0;
@@ -788,8 +793,7 @@ impl Searcher<'_> {
         let mut best = -INF;
         for i in 0..moves.len() {
             let m = moves[i];
-            let promotes =
-                b.kings & (1u64 << m.from) == 0 && (1u64 << m.to) & promo_row::<G, S>() != 0;
+            let promotes = promotes::<G, S>(b, &m);
             let child = movegen::make::<G, S>(b, &m);
             let ck = tt::key_after(key, S::WHITE, b.kings, &m, promotes);
             self.keys[ply + 1] = ck;
