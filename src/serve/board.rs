@@ -49,6 +49,11 @@ fn centre(variant: Variant, n: u8) -> Option<(u32, u32)> {
 
 /// The SVG of a draughts position.
 pub fn draughts_svg(b: &DraughtsBoard) -> String {
+    draughts_svg_with(b, &[])
+}
+
+/// The SVG of a draughts position with more move lines drawn over it: (squares, CSS class, title).
+pub fn draughts_svg_with(b: &DraughtsBoard, lines: &[(&[u8], &str, &str)]) -> String {
     let v = b.variant;
     let size = u32::from(v.size());
     let side = size * CELL;
@@ -186,6 +191,14 @@ pub fn draughts_svg(b: &DraughtsBoard) -> String {
     }
     polyline(&mut s, &b.path, "move-path");
     polyline(&mut s, &b.attempted, "attempt-path");
+    for (squares, class, title) in lines {
+        let _ = write!(s, "<g class=\"{class}\"><title>{}</title>", esc(title));
+        polyline(&mut s, squares, "line");
+        if let Some((x, y)) = squares.last().and_then(|&n| centre(v, n)) {
+            let _ = write!(s, "<circle class=\"end\" cx=\"{x}\" cy=\"{y}\" r=\"7\"/>");
+        }
+        s.push_str("</g>");
+    }
     for &(n, won) in &b.duels {
         if let Some((x, y)) = centre(v, n) {
             let _ = write!(

@@ -552,6 +552,45 @@ pub struct AccountView {
     pub opponents: Vec<Opponent>,
     /// Decisions recorded elsewhere (the dashboard's own come from the audit log).
     pub history: Vec<PastDecision>,
+    /// The engine analysis of its draughts moves against the population's, when it has any.
+    pub analysis: Option<AccountAnalysis>,
+}
+
+/// An account's analysed draughts moves (`move_analysis`, not forced, not played by the server,
+/// the 30 days up to the latest analysed game) against every analysed account's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountAnalysis {
+    /// The account's analysed moves.
+    pub positions: i64,
+    /// Its analysed games.
+    pub games: i64,
+    /// Its average loss, hundredths of a man.
+    pub average_loss: f64,
+    /// The share of its moves that are the engine's best.
+    pub match_rate: f64,
+    /// The same two numbers for every analysed account with at least
+    /// [`AccountAnalysis::MIN_POSITIONS`] analysed moves (this one included when it has them):
+    /// (average loss, match rate).
+    pub population: Vec<(f64, f64)>,
+}
+
+impl AccountAnalysis {
+    /// Analysed moves an account needs to count in the population.
+    pub const MIN_POSITIONS: i64 = 100;
+
+    /// Share of the population with a lower value than `v` (ties count half), 0 to 1.
+    pub fn percentile(values: impl Iterator<Item = f64>, v: f64) -> Option<f64> {
+        let (mut below, mut ties, mut n) = (0.0, 0.0, 0.0);
+        for x in values {
+            n += 1.0;
+            if x < v {
+                below += 1.0;
+            } else if x == v {
+                ties += 1.0;
+            }
+        }
+        (n > 0.0).then(|| (below + ties / 2.0) / n)
+    }
 }
 
 /// A player of a game.
@@ -649,6 +688,44 @@ pub struct GameView {
     pub events: Vec<LoggedEvent>,
     /// Findings, in seq order.
     pub findings: Vec<Finding>,
+    /// The engine's judgement of its moves, in seq order (empty when it was not analysed).
+    pub analysis: Vec<MoveJudgement>,
+}
+
+/// The engine's judgement of one move of an analysed draughts game (a `move_analysis` row).
+/// Scores are in hundredths of a man from the mover's point of view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveJudgement {
+    /// Seq of the move event.
+    pub seq: i64,
+    /// The mover.
+    pub player: String,
+    /// The move played (full path, PDN squares).
+    pub played: String,
+    /// The engine's best move.
+    pub best: String,
+    /// Score of the best move.
+    pub best_score: i64,
+    /// Score of the move played.
+    pub played_score: i64,
+    /// best_score - played_score.
+    pub loss: i64,
+    /// Rank of the move played among the legal moves.
+    pub rank: i64,
+    /// Legal moves.
+    pub legal_moves: i64,
+    /// Moves within a fifth of a man of the best.
+    pub near_best: i64,
+    /// A single legal move.
+    pub forced: bool,
+    /// The move played is the engine's best.
+    pub matched: bool,
+    /// A move only a deep search finds.
+    pub hard: bool,
+    /// Played by the server after a timeout.
+    pub auto: bool,
+    /// The engine and its budget.
+    pub engine: String,
 }
 
 /// Type of a table column.

@@ -119,6 +119,10 @@ pub struct LakeData {
     cache: tokio::sync::RwLock<Option<Arc<Cache>>>,
     checked: Mutex<Instant>,
     append_lock: tokio::sync::Mutex<()>,
+    /// Every analysed account's draughts move statistics with the `move_analysis` files they were
+    /// read from: kept across lake versions (the stream commits every second) until the analysis,
+    /// or a compaction of its files, changes them.
+    analysed: tokio::sync::Mutex<Option<(Vec<String>, Arc<AnalysedAccounts>)>>,
 }
 
 fn df_err(e: impl std::fmt::Display) -> DataError {
@@ -201,6 +205,49 @@ impl Cols<'_> {
         }
         Some(c.as_boolean_opt()?.value(i))
     }
+}
+
+/// Per analysed account: (moves, games, average loss, match rate).
+type AnalysedAccounts = HashMap<String, (i64, i64, f64, f64)>;
+
+/// Every account's analysed draughts moves (not forced, not the server's) of the 30 days up to the
+/// latest analysed game's start date: one aggregate over those partitions of `move_analysis`.
+async fn analysed_accounts(g: &Guard) -> Result<AnalysedAccounts, DataError> {
+    let latest = g
+        .query_internal("SELECT CAST(max(date) AS VARCHAR) AS latest FROM move_analysis")
+        .await
+        .map_err(df_err)?;
+    let Some(latest) = each_row(&latest).find_map(|(c, i)| c.str("latest", i)) else {
+        return Ok(HashMap::new());
+    };
+    let day = Day::parse(&latest)
+        .ok_or_else(|| DataError::Corrupt(format!("move_analysis.date {latest} is not a date")))?;
+    let from = lit(&Day(day.0 - 30).to_string());
+    let rows = g
+        .query_internal(&format!(
+            "SELECT player, count(*) AS positions, count(DISTINCT game) AS games, \
+             avg(CAST(loss AS DOUBLE)) AS average_loss, \
+             avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) AS match_rate \
+             FROM move_analysis WHERE date >= {from} AND NOT forced AND NOT auto GROUP BY player"
+        ))
+        .await
+        .map_err(df_err)?;
+    let mut out = HashMap::new();
+    for (c, i) in each_row(&rows) {
+        let player = c.parsed("move_analysis", "player", i, |v| Some(v.to_owned()))?;
+        let (Some(n), Some(games), Some(loss), Some(rate)) = (
+            c.int("positions", i),
+            c.int("games", i),
+            c.float("average_loss", i),
+            c.float("match_rate", i),
+        ) else {
+            return Err(DataError::Corrupt(format!(
+                "move_analysis: the aggregate of {player} has a null"
+            )));
+        };
+        out.insert(player, (n, games, loss, rate));
+    }
+    Ok(out)
 }
 
 /// Every flagged account's queue row (all its flags, highest score first), highest severity first, then risk.
@@ -334,6 +381,7 @@ impl LakeData {
             cache: tokio::sync::RwLock::new(None),
             checked: Mutex::new(Instant::now() - REFRESH * 2),
             append_lock: tokio::sync::Mutex::new(()),
+            analysed: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -665,6 +713,49 @@ impl LakeData {
             linked,
             opponents,
             history: Vec::new(),
+            analysis: self.account_analysis(cache, id).await?,
+        }))
+    }
+
+    /// The account's analysed moves against every analysed account's.
+    async fn account_analysis(
+        &self,
+        cache: &Cache,
+        id: &str,
+    ) -> Result<Option<AccountAnalysis>, DataError> {
+        let mut files: Vec<String> = cache
+            .guard
+            .snapshot()
+            .state
+            .table_files("move_analysis")
+            .map(|f| f.path.clone())
+            .collect();
+        files.sort_unstable();
+        let all = {
+            // One reader computes them; the others wait and take its result.
+            let mut kept = self.analysed.lock().await;
+            match kept.as_ref() {
+                Some((read_from, all)) if *read_from == files => Arc::clone(all),
+                _ => {
+                    let all = Arc::new(analysed_accounts(&cache.guard).await?);
+                    *kept = Some((files, Arc::clone(&all)));
+                    all
+                }
+            }
+        };
+        let Some(&(positions, games, average_loss, match_rate)) = all.get(id) else {
+            return Ok(None);
+        };
+        Ok(Some(AccountAnalysis {
+            positions,
+            games,
+            average_loss,
+            match_rate,
+            population: all
+                .values()
+                .filter(|a| a.0 >= AccountAnalysis::MIN_POSITIONS)
+                .map(|a| (a.2, a.3))
+                .collect(),
         }))
     }
 
@@ -802,10 +893,51 @@ impl LakeData {
                 })
             })
             .collect::<Result<Vec<_>, DataError>>()?;
+        let analysis_rows = g
+            .query_internal(&format!(
+                "SELECT seq, player, played, best, best_score, played_score, loss, rank, legal_moves, \
+                 near_best, forced, matched, hard, auto, engine \
+                 FROM move_analysis WHERE date = {date} AND game = {game} ORDER BY seq"
+            ))
+            .await
+            .map_err(df_err)?;
+        let analysis = each_row(&analysis_rows)
+            .map(|(a, k)| {
+                let int = |name: &str| {
+                    a.int(name, k).ok_or_else(|| {
+                        DataError::Corrupt(format!("move_analysis.{name} is null or missing"))
+                    })
+                };
+                let flag = |name: &str| {
+                    a.bool(name, k).ok_or_else(|| {
+                        DataError::Corrupt(format!("move_analysis.{name} is null or missing"))
+                    })
+                };
+                let text = |name: &str| a.parsed("move_analysis", name, k, |v| Some(v.to_owned()));
+                Ok(MoveJudgement {
+                    seq: int("seq")?,
+                    player: text("player")?,
+                    played: text("played")?,
+                    best: text("best")?,
+                    best_score: int("best_score")?,
+                    played_score: int("played_score")?,
+                    loss: int("loss")?,
+                    rank: int("rank")?,
+                    legal_moves: int("legal_moves")?,
+                    near_best: int("near_best")?,
+                    forced: flag("forced")?,
+                    matched: flag("matched")?,
+                    hard: flag("hard")?,
+                    auto: flag("auto")?,
+                    engine: text("engine")?,
+                })
+            })
+            .collect::<Result<Vec<_>, DataError>>()?;
         Ok(Some(GameView {
             summary,
             events,
             findings,
+            analysis,
         }))
     }
 

@@ -16,6 +16,7 @@
 //! Entry points: [`router`] and [`serve`].
 
 pub mod access;
+pub mod analysis_view;
 pub mod assets;
 pub mod auth;
 pub mod board;

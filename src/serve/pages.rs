@@ -559,6 +559,52 @@ struct AccountTpl {
     decisions: Vec<DecisionVm>,
     history: Vec<HistVm>,
     can_review: bool,
+    analysis: Option<AnalysisVm>,
+}
+
+/// The account's analysed draughts moves against the population's.
+struct AnalysisVm {
+    positions: i64,
+    games: i64,
+    average_loss: String,
+    match_rate: String,
+    accounts: usize,
+    loss_percentile: String,
+    match_percentile: String,
+    loss_svg: String,
+    match_svg: String,
+}
+
+fn analysis_vm(a: &super::data::AccountAnalysis) -> AnalysisVm {
+    use super::analysis_view::distribution_svg;
+    use super::data::AccountAnalysis;
+    let losses: Vec<f64> = a.population.iter().map(|p| p.0).collect();
+    let rates: Vec<f64> = a.population.iter().map(|p| p.1).collect();
+    let pct = |v: Option<f64>| {
+        v.map(|p| format!("{:.0}", p * 100.0))
+            .unwrap_or_else(|| "—".to_owned())
+    };
+    AnalysisVm {
+        positions: a.positions,
+        games: a.games,
+        average_loss: format!("{:.1}", a.average_loss),
+        match_rate: format!("{:.1} %", a.match_rate * 100.0),
+        accounts: a.population.len(),
+        loss_percentile: pct(AccountAnalysis::percentile(
+            losses.iter().copied(),
+            a.average_loss,
+        )),
+        match_percentile: pct(AccountAnalysis::percentile(
+            rates.iter().copied(),
+            a.match_rate,
+        )),
+        loss_svg: distribution_svg(&losses, a.average_loss, "Average loss per move", |v| {
+            format!("{v:.0}")
+        }),
+        match_svg: distribution_svg(&rates, a.match_rate, "Engine match rate", |v| {
+            format!("{:.0} %", v * 100.0)
+        }),
+    }
 }
 
 fn decision_vm(
@@ -764,6 +810,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
             })
             .collect(),
         decisions,
+        analysis: view.analysis.as_ref().map(analysis_vm),
         history: view
             .history
             .iter()
@@ -857,6 +904,134 @@ struct GameTpl {
     findings: Vec<FindingVm>,
     missing_seq: String,
     replay_errors: usize,
+    /// The evaluation graph (empty when the game was not analysed).
+    eval_graph: String,
+    /// Why there is no analysis, or what made it.
+    analysis_note: String,
+    /// Per player: analysed moves, average loss, best moves, blunders.
+    analysis_players: Vec<AnalysedPlayerVm>,
+    /// The engine's judgement of the move at this seq.
+    engine: Option<EngineVm>,
+}
+
+struct AnalysedPlayerVm {
+    account: String,
+    moves: usize,
+    average_loss: String,
+    best: usize,
+    blunders: usize,
+    hard: String,
+}
+
+struct EngineVm {
+    line: String,
+    played: String,
+    best: String,
+    loss: i64,
+    matched: bool,
+    board: String,
+}
+
+/// The game page's analysis parts.
+#[derive(Default)]
+struct GameAnalysisVm {
+    /// The evaluation graph (empty when the game was not analysed).
+    graph: String,
+    /// Why there is no analysis, or what made it.
+    note: String,
+    /// Per player: judged moves, average loss, best moves, blunders.
+    players: Vec<AnalysedPlayerVm>,
+    /// The engine's judgement of the move at the frame shown.
+    engine: Option<EngineVm>,
+}
+
+/// The game page's analysis parts for the frame at `index`.
+fn analysis_parts(
+    id: &str,
+    view: &super::data::GameView,
+    fr: &[frames::Frame],
+    index: usize,
+) -> GameAnalysisVm {
+    use super::analysis_view::{self as av, BLUNDER};
+    use crate::log::Mode;
+    let s = &view.summary;
+    if !matches!(s.kind, Kind::Draughts10 | Kind::Draughts8) {
+        return GameAnalysisVm::default();
+    }
+    if view.analysis.is_empty() {
+        let note = if s.mode == Mode::Medieval {
+            "Medieval games are not analysed: the engine does not model duels."
+        } else if !s.rated {
+            "Not analysed: only rated games are."
+        } else {
+            "Not analysed (vigie analyse judges the games of flagged accounts, of unusual win rates and a sample of the rest)."
+        };
+        return GameAnalysisVm {
+            note: note.to_owned(),
+            ..GameAnalysisVm::default()
+        };
+    }
+    let white = fr
+        .iter()
+        .find_map(|f| match &f.board {
+            frames::Board::Draughts(b) => Some(b.white.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let cur = &fr[index];
+    let graph = av::eval_graph_svg(id, &view.analysis, &white, cur.seq);
+    let note = format!(
+        "Judged by {}; scores in hundredths of a man, White's side up.",
+        view.analysis[0].engine
+    );
+    let mut players: Vec<AnalysedPlayerVm> = Vec::new();
+    for p in &s.players {
+        let mine: Vec<_> = view
+            .analysis
+            .iter()
+            .filter(|j| j.player == p.account && !j.forced && !j.auto)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let hard: Vec<_> = mine.iter().filter(|j| j.hard).collect();
+        players.push(AnalysedPlayerVm {
+            account: p.account.clone(),
+            moves: mine.len(),
+            average_loss: format!(
+                "{:.1}",
+                mine.iter().map(|j| j.loss as f64).sum::<f64>() / mine.len() as f64
+            ),
+            best: mine.iter().filter(|j| j.matched).count(),
+            blunders: mine.iter().filter(|j| j.loss >= BLUNDER).count(),
+            hard: format!(
+                "{} of {}",
+                hard.iter().filter(|j| j.matched).count(),
+                hard.len()
+            ),
+        });
+    }
+    let engine = view
+        .analysis
+        .iter()
+        .find(|j| j.seq == cur.seq)
+        .map(|j| EngineVm {
+            line: av::describe(j),
+            played: j.played.clone(),
+            best: j.best.clone(),
+            loss: j.loss,
+            matched: j.matched,
+            board: match index.checked_sub(1).map(|i| &fr[i].board) {
+                Some(frames::Board::Draughts(b)) => av::engine_board(b, j),
+                _ => String::new(),
+            },
+        });
+    GameAnalysisVm {
+        graph,
+        note,
+        players,
+        engine,
+    }
 }
 
 fn finding_vm(id: &str, f: &super::data::Finding) -> FindingVm {
@@ -980,6 +1155,7 @@ pub async fn game(
         .get(index)
         .map(|e| pretty_json(&e.raw))
         .unwrap_or_default();
+    let analysis = analysis_parts(&id, &view, &fr, index);
     let t = GameTpl {
         l: Layout::new(&ctx, &format!("Game {id}")),
         id: id.clone(),
@@ -1035,6 +1211,10 @@ pub async fn game(
         findings: view.findings.iter().map(|f| finding_vm(&id, f)).collect(),
         missing_seq,
         replay_errors: fr.iter().filter(|f| f.tone == Tone::Error).count(),
+        eval_graph: analysis.graph,
+        analysis_note: analysis.note,
+        analysis_players: analysis.players,
+        engine: analysis.engine,
     };
     html(StatusCode::OK, &t)
 }

@@ -377,6 +377,7 @@ fn independent_sample_log_replays_without_errors() {
             },
             events,
             findings: vec![],
+            analysis: vec![],
         };
         for f in frames(&view) {
             assert!(

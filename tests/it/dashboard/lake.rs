@@ -610,3 +610,77 @@ fn an_unknown_value_read_from_the_lake_is_an_error_naming_table_column_and_value
 fn browser_tools_missing(status: &std::process::ExitStatus) -> bool {
     status.code() == Some(3)
 }
+
+#[test]
+fn the_game_and_account_pages_show_the_engine_analysis() {
+    use super::common::{TempDir, TestApp, body};
+    use vigie::serve::users::Role;
+    let dir = TempDir::new("analysis-pages");
+    let path = dir.0.join("lake");
+    crate::common::copy_dir(sample_lake(), &path);
+    let lake = vigie::catalog::open_existing(&path).unwrap();
+    let options = vigie::analysis::AnalyseOptions {
+        nodes: 2_000,
+        shallow_depth: 2,
+        sample: 1.0,
+        threads: 2,
+        max_games: Some(2),
+        ..Default::default()
+    };
+    vigie::analysis::run(&lake, &options, &Default::default(), &|_, _| {}).unwrap();
+    // A move the engine would have played differently, and its game's judged moves.
+    let rows = crate::common::sql_text(
+        &path,
+        "SELECT game, CAST(seq AS VARCHAR) AS s, player, best \
+         FROM move_analysis WHERE NOT matched ORDER BY game, seq LIMIT 1",
+    );
+    let [game, seq, player, best] = &rows[0][..] else {
+        panic!("no move_analysis row: {rows:?}")
+    };
+    let judged = crate::common::sql_first(
+        &path,
+        &format!("SELECT count(*) FROM move_analysis WHERE game = '{game}'"),
+    );
+    let app = TestApp::new(&dir.0);
+    let (cookie, _) = app.session("rita", Role::Reviewer);
+    let rt = runtime();
+    let page = rt.block_on(async {
+        body(
+            app.get(&format!("/game/{game}?seq={seq}"), Some(&cookie))
+                .await,
+        )
+        .await
+    });
+    assert!(page.contains("class=\"eval-graph\""), "no graph on {game}");
+    assert_eq!(
+        page.matches("class=\"ev-dot").count().to_string(),
+        judged,
+        "one dot per judged move"
+    );
+    assert!(page.contains("ev-current"));
+    assert!(page.contains("id=\"engine-move\""));
+    assert!(page.contains(&format!("engine's best {best}")), "{best}");
+    assert!(page.contains("class=\"best-line\"") && page.contains("class=\"played-line\""));
+    // A game nobody analysed says so.
+    let other = crate::common::sql_first(
+        &path,
+        "SELECT game FROM games WHERE kind = 'draughts10' AND game NOT IN (SELECT game FROM move_analysis) ORDER BY game LIMIT 1",
+    );
+    let page =
+        rt.block_on(async { body(app.get(&format!("/game/{other}"), Some(&cookie)).await).await });
+    assert!(!page.contains("class=\"eval-graph\""));
+    assert!(
+        page.contains("id=\"analysis\""),
+        "{other} gives no analysis note"
+    );
+    // The mover's account page: its numbers against the analysed accounts'.
+    let page = rt.block_on(async {
+        body(app.get(&format!("/account/{player}"), Some(&cookie)).await).await
+    });
+    assert!(
+        page.contains("Engine analysis of its draughts moves"),
+        "{player}"
+    );
+    assert_eq!(page.matches("class=\"dist\"").count(), 2);
+    assert!(page.contains("this account:"));
+}
