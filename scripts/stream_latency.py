@@ -110,6 +110,8 @@ def main():
     ap.add_argument("--rules", default="queries/detect")
     ap.add_argument("--lake-from", help="copy this lake as the starting lake")
     ap.add_argument("--lake", help="stream into this lake in place (it is not removed)")
+    ap.add_argument("--stream-args", default="",
+                    help="more arguments for vigie stream, e.g. \"--analyse-share 0\"")
     args = ap.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -122,7 +124,8 @@ def main():
 
     errlog = open(os.path.join(args.work, "stream.log"), "wb")
     proc = subprocess.Popen(
-        [args.vigie, "stream", "--follow", follow, "--lake", lake, "--rules", args.rules],
+        [args.vigie, "stream", "--follow", follow, "--lake", lake, "--rules", args.rules]
+        + args.stream_args.split(),
         stdout=subprocess.DEVNULL,
         stderr=errlog,
         env=dict(os.environ, VIGIE_LOG=os.environ.get("VIGIE_LOG", "info")),

@@ -1,11 +1,9 @@
 //! `vigie analyse`: engine analysis of the selected draughts games into `move_analysis`.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use arrow::array::{Array, AsArray};
 
 use super::Ctx;
 
@@ -36,37 +34,6 @@ pub struct AnalyseArgs {
     report_json: bool,
 }
 
-/// The accounts with a flag in the lake.
-fn flagged(lake: &vigie::lake::Lake) -> Result<BTreeSet<String>> {
-    let snapshot = lake.snapshot()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let batches = rt.block_on(async {
-        let ctx = vigie::lake::sql::session(
-            &snapshot,
-            &vigie::catalog::tables(),
-            vigie::lake::sql::Limits::default(),
-        )
-        .await?;
-        ctx.sql("SELECT DISTINCT account FROM flags")
-            .await?
-            .collect()
-            .await
-    })?;
-    let mut out = BTreeSet::new();
-    for b in &batches {
-        let c = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8)?;
-        let c = c.as_string::<i32>();
-        out.extend(
-            (0..c.len())
-                .filter(|&i| !c.is_null(i))
-                .map(|i| c.value(i).to_string()),
-        );
-    }
-    Ok(out)
-}
-
 impl AnalyseArgs {
     /// Runs `vigie analyse`.
     pub fn run(self, ctx: &Ctx) -> Result<ExitCode> {
@@ -74,7 +41,8 @@ impl AnalyseArgs {
             anyhow::bail!("--sample must be in [0, 1], got {}", self.sample);
         }
         let lake = super::open_existing(&self.lake)?;
-        let focus = flagged(&lake).context("reading the flagged accounts")?;
+        let focus =
+            vigie::detect::flagged_accounts(&lake).context("reading the flagged accounts")?;
         let opts = vigie::analysis::AnalyseOptions {
             nodes: self.nodes,
             shallow_depth: self.shallow_depth,

@@ -31,6 +31,17 @@ pub struct StreamArgs {
     /// Hours the hourly vacuum keeps the files that commits removed (time travel needs them).
     #[arg(long, default_value_t = 168)]
     vacuum_retain: u64,
+    /// Share of one core the engine analysis of draughts games takes in the background while
+    /// following (flagged accounts' games first, then a sample; as `vigie analyse`); 0 turns it
+    /// off. Not with `--once`.
+    #[arg(long, default_value_t = 0.25)]
+    analyse_share: f64,
+    /// Nodes the engine searches per position in the background analysis.
+    #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1_000..=100_000_000))]
+    analyse_nodes: u64,
+    /// Share of the other eligible games the background analysis takes.
+    #[arg(long, default_value_t = 0.05)]
+    analyse_sample: f64,
     /// Print the run report as JSON on stdout.
     #[arg(long)]
     report_json: bool,
@@ -47,14 +58,25 @@ impl StreamArgs {
             rules,
             once,
             vacuum_retain,
+            analyse_share,
+            analyse_nodes,
+            analyse_sample,
             report_json,
         } = self;
+        if !(0.0..=1.0).contains(&analyse_share) || !(0.0..=1.0).contains(&analyse_sample) {
+            anyhow::bail!(
+                "--analyse-share and --analyse-sample must be in [0, 1], got {analyse_share} and {analyse_sample}"
+            );
+        }
         let lake = super::open(&lake)?;
         let mut opts = vigie::stream::StreamOptions::new(follow, rules);
         opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
         opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
         opts.once = once;
         opts.vacuum_retain = std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
+        opts.analysis = (analyse_share > 0.0).then(|| {
+            vigie::stream::StreamAnalysis::new(analyse_share, analyse_nodes, analyse_sample)
+        });
         let report = super::pipeline::stream(&lake, &opts)?;
         if report_json {
             println!("{}", serde_json::to_string(&report)?);

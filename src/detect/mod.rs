@@ -257,6 +257,41 @@ pub fn rule_tables() -> Vec<crate::lake::tables::TableDef> {
     v
 }
 
+/// The accounts with a flag in the lake (the engine analysis takes their games first).
+pub fn flagged_accounts(lake: &Lake) -> Result<std::collections::BTreeSet<String>, DetectError> {
+    let snapshot = lake.snapshot()?;
+    let query = |source| DetectError::Query {
+        rule: "(flagged accounts)".into(),
+        source,
+    };
+    let batches = runtime()?.block_on(async {
+        let ctx = crate::lake::sql::session(
+            &snapshot,
+            &[FlagRow::def()],
+            crate::lake::sql::Limits::default(),
+        )
+        .await
+        .map_err(query)?;
+        ctx.sql("SELECT DISTINCT account FROM flags")
+            .await
+            .map_err(query)?
+            .collect()
+            .await
+            .map_err(query)
+    })?;
+    let mut out = std::collections::BTreeSet::new();
+    for b in &batches {
+        let c = arrow::compute::cast(b.column(0), &DataType::Utf8)?;
+        let c = c.as_string::<i32>();
+        out.extend(
+            (0..c.len())
+                .filter(|&i| !c.is_null(i))
+                .map(|i| c.value(i).to_string()),
+        );
+    }
+    Ok(out)
+}
+
 /// Runs the rules on a snapshot and returns their flags.
 pub async fn evaluate(
     snapshot: &crate::lake::Snapshot,

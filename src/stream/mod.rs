@@ -71,6 +71,45 @@ pub struct StreamOptions {
     pub threads: usize,
     /// Files removed longer ago than this are deleted by the hourly vacuum (and on exit).
     pub vacuum_retain: Duration,
+    /// Engine analysis in the background while following (never with `once`).
+    pub analysis: Option<StreamAnalysis>,
+}
+
+/// The engine analysis that runs beside the stream: rounds of a few games on one thread, each
+/// followed by a rest that keeps the analysis to `share` of one core over time.
+#[derive(Debug, Clone)]
+pub struct StreamAnalysis {
+    /// Share of one core the analysis may take over time, in (0, 1].
+    pub share: f64,
+    /// The analysis of a round (`threads` 1 and `max_games` a few: a round is a few seconds).
+    pub options: crate::analysis::AnalyseOptions,
+    /// Rest when a round found nothing to analyse.
+    pub idle: Duration,
+}
+
+impl StreamAnalysis {
+    /// One thread, four games a round, at `share` of a core with `nodes` per position and a
+    /// `sample` of the games of unflagged accounts.
+    pub fn new(share: f64, nodes: u64, sample: f64) -> StreamAnalysis {
+        StreamAnalysis {
+            share: share.clamp(0.01, 1.0),
+            options: crate::analysis::AnalyseOptions {
+                nodes,
+                sample,
+                threads: 1,
+                max_games: Some(4),
+                ..Default::default()
+            },
+            idle: Duration::from_secs(10),
+        }
+    }
+
+    /// The rest after a round that took `busy`: `busy * (1 - share) / share` (at least `idle`
+    /// when the round had nothing to do).
+    pub fn rest(&self, busy: Duration, had_work: bool) -> Duration {
+        let rest = busy.mul_f64((1.0 - self.share) / self.share);
+        if had_work { rest } else { rest.max(self.idle) }
+    }
 }
 
 impl StreamOptions {
@@ -86,6 +125,7 @@ impl StreamOptions {
                 .map(|n| n.get())
                 .unwrap_or(2),
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
+            analysis: None,
         }
     }
 }
@@ -107,6 +147,10 @@ pub struct StreamReport {
     pub retries: u64,
     /// Detection runs that failed (flags left as they were; tried again after the interval).
     pub detect_errors: u64,
+    /// Background analysis rounds, the games they judged, and the rounds that failed.
+    pub analysis_rounds: u64,
+    pub games_analysed: u64,
+    pub analysis_errors: u64,
     pub last_version: Option<u64>,
     pub elapsed_ms: u64,
 }
@@ -114,7 +158,7 @@ pub struct StreamReport {
 impl StreamReport {
     pub fn summary_line(&self) -> String {
         format!(
-            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files), {} files vacuumed; {} retried; last lake version {}; {:.1} s",
+            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files), {} files vacuumed; {} games analysed in {} rounds ({} failed); {} retried; last lake version {}; {:.1} s",
             self.batches,
             self.commits,
             self.lines_valid + self.lines_quarantined,
@@ -126,6 +170,9 @@ impl StreamReport {
             self.compactions,
             self.files_compacted,
             self.files_vacuumed,
+            self.games_analysed,
+            self.analysis_rounds,
+            self.analysis_errors,
             self.retries,
             self.last_version
                 .map(|v| v.to_string())
@@ -366,14 +413,25 @@ pub fn run(
         });
     }
     let (tx, rx) = std::sync::mpsc::channel::<Wake>();
-    let (ingested, derived) = std::thread::scope(|scope| {
+    let followed = AtomicBool::new(false);
+    let (ingested, derived, analysed) = std::thread::scope(|scope| {
         let worker = scope.spawn(|| derive_loop(lake, opts, rx));
+        let analyser = opts.analysis.as_ref().filter(|_| !opts.once).map(|a| {
+            let tx = tx.clone();
+            let followed = &followed;
+            scope.spawn(move || analysis_loop(lake, a, followed, &tx))
+        });
         let ingested = ingest_loop(lake, opts, stop, &tx);
+        // The analysis ends its round (its last commit is seen by the last pass).
+        followed.store(true, Ordering::Relaxed);
+        let analysed = analyser
+            .map(|a| a.join().unwrap_or_default())
+            .unwrap_or_default();
         // Finish: one last forced pass (detection even if not due), then the worker ends.
         let _ = tx.send(Wake::Finish);
         drop(tx);
         let derived = worker.join().unwrap_or(Err(StreamError::DeriveStopped));
-        (ingested, derived)
+        (ingested, derived, analysed)
     });
     let (mut report, derived) = match (ingested, derived) {
         (Ok(r), Ok(d)) => (r, d),
@@ -386,6 +444,9 @@ pub fn run(
     report.compactions = derived.compactions;
     report.files_compacted = derived.files_compacted;
     report.files_vacuumed = derived.files_vacuumed;
+    report.analysis_rounds = analysed.analysis_rounds;
+    report.games_analysed = analysed.games_analysed;
+    report.analysis_errors = analysed.analysis_errors;
     report.last_version = report.last_version.max(derived.last_version);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
@@ -395,6 +456,8 @@ pub fn run(
 enum Wake {
     /// A commit landed.
     Committed,
+    /// The background analysis committed: detection is due again.
+    Analysed,
     /// No more commits: run a last forced pass and stop.
     Finish,
 }
@@ -467,6 +530,59 @@ fn ingest_loop(
 /// How often the stream vacuums.
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
+/// The analysis thread: rounds of `vigie analyse` (flagged accounts' games first) until the stream
+/// stops, each followed by a rest that keeps it to its share of a core. A failed round (a
+/// concurrent commit, a read error) is logged and counted, and tried again after the rest: the
+/// analysis never stops the stream. Its commits touch only `move_analysis` and its own stage, so
+/// they never conflict with the stream's.
+fn analysis_loop(
+    lake: &Lake,
+    a: &StreamAnalysis,
+    followed: &AtomicBool,
+    tx: &std::sync::mpsc::Sender<Wake>,
+) -> StreamReport {
+    let mut report = StreamReport::default();
+    while !followed.load(Ordering::Relaxed) {
+        let started = Instant::now();
+        let round = crate::detect::flagged_accounts(lake)
+            .map_err(|e| e.to_string())
+            .and_then(|focus| {
+                crate::analysis::run(lake, &a.options, &focus, &|_, _| {})
+                    .map_err(|e| e.to_string())
+            });
+        report.analysis_rounds += 1;
+        let had_work = match round {
+            Ok(r) => {
+                report.games_analysed += r.games_analysed;
+                if r.version.is_some() {
+                    tracing::debug!(
+                        games = r.games_analysed,
+                        positions = r.positions,
+                        ms = r.elapsed_ms,
+                        "stream analysis"
+                    );
+                    let _ = tx.send(Wake::Analysed);
+                }
+                r.games_analysed + r.games_skipped > 0
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "analysis round failed; tried again later");
+                report.analysis_errors += 1;
+                false
+            }
+        };
+        let rest = a.rest(started.elapsed(), had_work);
+        let resting = Instant::now();
+        while resting.elapsed() < rest && !followed.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                rest.saturating_sub(resting.elapsed())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+    }
+    report
+}
+
 /// The replay thread: replay, detection when due, compaction now and then, vacuum every hour.
 fn derive_loop(
     lake: &Lake,
@@ -493,6 +609,7 @@ fn derive_loop(
         for m in first.into_iter().chain(rx.try_iter()) {
             match m {
                 Wake::Committed => commits += 1,
+                Wake::Analysed => derive.detect_due = true,
                 Wake::Finish => finish = true,
             }
         }
@@ -534,6 +651,20 @@ fn derive_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_background_analysis_rests_to_keep_its_share_of_a_core() {
+        let a = StreamAnalysis::new(0.25, 50_000, 0.05);
+        assert_eq!(a.options.threads, 1);
+        // Busy 2 s at a quarter of a core: 6 s of rest, so 2 s of work in every 8.
+        assert_eq!(a.rest(Duration::from_secs(2), true), Duration::from_secs(6));
+        // Nothing to do: at least the idle wait.
+        assert_eq!(a.rest(Duration::from_millis(100), false), a.idle);
+        let whole = StreamAnalysis::new(1.0, 50_000, 0.05);
+        assert_eq!(whole.rest(Duration::from_secs(2), true), Duration::ZERO);
+        // A share of 0 or less is clamped, never a division by zero.
+        assert!(StreamAnalysis::new(0.0, 50_000, 0.05).share > 0.0);
+    }
 
     #[test]
     fn a_failing_rule_leaves_the_flags_and_is_retried_until_the_last_pass() {

@@ -460,6 +460,7 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
         .arg("--lake")
         .arg(&lake)
         .args(["--commit-interval", "0.2", "--detect-interval", "0.5"])
+        .args(["--analyse-share", "0"])
         .arg("--rules")
         .arg(root().join("queries/detect"))
         .env("VIGIE_LOG", "warn")

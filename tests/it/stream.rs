@@ -56,6 +56,8 @@ fn streamer(follow: &Path, lake: &Path, once: bool) -> Child {
         .arg("--lake")
         .arg(lake)
         .args(["--commit-interval", "0.05", "--detect-interval", "0.2"])
+        // The background engine analysis is tested apart (a debug build's engine is slow).
+        .args(["--analyse-share", "0"])
         .arg("--rules")
         .arg(root().join("queries/detect"))
         .env("VIGIE_LOG", "warn")
@@ -370,4 +372,81 @@ async fn push_commits_before_answering_and_a_retry_adds_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[test]
+fn the_stream_analyses_games_in_the_background_and_detects_again() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-analysis");
+    let _ = std::fs::remove_dir_all(&work);
+    let follow = work.join("logs");
+    std::fs::create_dir_all(&follow).unwrap();
+    std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
+    let lake_dir = work.join("lake");
+    let lake = vigie::catalog::open(&lake_dir).unwrap();
+    let mut opts = vigie::stream::StreamOptions::new(follow, root().join("queries/detect"));
+    opts.commit_interval = Duration::from_millis(50);
+    opts.detect_interval = Duration::from_millis(200);
+    // Every eligible game, small budgets (the test binary is not optimised), the whole core.
+    let mut a = vigie::stream::StreamAnalysis::new(1.0, 2_000, 1.0);
+    a.options.shallow_depth = 2;
+    opts.analysis = Some(a);
+    let lines = lines_of(&crate::common::shared_sample()).len();
+    let stop = AtomicBool::new(false);
+    let (eligible, report) = std::thread::scope(|s| {
+        let run = s.spawn(|| vigie::stream::run(&lake, &opts, &stop));
+        // Until every line is in and every eligible game (finished, rated, standard draughts) judged.
+        let count = |sql: &str| sql_text(&lake_dir, sql)[0][0].parse::<usize>().unwrap();
+        let started = Instant::now();
+        let eligible = loop {
+            if event_count(&lake_dir) == lines {
+                let eligible = count(
+                    "SELECT count(*) FROM games WHERE kind IN ('draughts10', 'draughts8') \
+                     AND mode = 'standard' AND rated AND closed AND finished",
+                );
+                let judged = count("SELECT count(DISTINCT game) FROM move_analysis");
+                if eligible > 0 && judged == eligible {
+                    break eligible;
+                }
+            }
+            if started.elapsed() > Duration::from_secs(600) {
+                // Stop the stream first: the scope waits for it.
+                stop.store(true, Ordering::Relaxed);
+                panic!("not every eligible game judged");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        stop.store(true, Ordering::Relaxed);
+        (eligible, run.join().unwrap().unwrap())
+    });
+    assert_eq!(report.games_analysed as usize, eligible, "{report:?}");
+    assert!(report.analysis_rounds >= eligible.div_ceil(4) as u64);
+    assert_eq!(report.analysis_errors, 0);
+    // Each accepted move judged once, and detection ran after the last analysis.
+    let rows = sql_text(
+        &lake_dir,
+        "SELECT count(*), count(DISTINCT concat(game, ':', CAST(seq AS VARCHAR))) FROM move_analysis",
+    );
+    assert_eq!(rows[0][0], rows[0][1]);
+    let moves = sql_text(
+        &lake_dir,
+        "SELECT count(*) FROM moves WHERE accepted AND action = 'move' \
+         AND game IN (SELECT DISTINCT game FROM move_analysis)",
+    );
+    assert_eq!(rows[0][0], moves[0][0]);
+    let state = lake.state().unwrap();
+    let ops: Vec<String> = (1..=state.version)
+        .map(|v| lake.read_commit(v).unwrap().op)
+        .collect();
+    let last = |op: &str| ops.iter().rposition(|o| o == op);
+    assert!(last("analyse").is_some(), "{ops:?}");
+    assert!(last("detect") > last("analyse"), "{ops:?}");
+    let detected = sql_text(
+        &lake_dir,
+        "SELECT count(*) FROM flags WHERE rule = 'engine_assistance'",
+    );
+    assert_eq!(
+        detected[0][0], "0",
+        "too few games for the rule, but it ran"
+    );
+    assert!(report.detections >= 2, "{report:?}");
 }
