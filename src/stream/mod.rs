@@ -425,7 +425,16 @@ pub fn run(
         // The analysis ends its round (its last commit is seen by the last pass).
         followed.store(true, Ordering::Relaxed);
         let analysed = analyser
-            .map(|a| a.join().unwrap_or_default())
+            .map(|a| {
+                a.join().unwrap_or_else(|_| {
+                    // A bug, never input: said and counted, and the stream's own work stands.
+                    tracing::error!("the analysis thread panicked");
+                    StreamReport {
+                        analysis_errors: 1,
+                        ..Default::default()
+                    }
+                })
+            })
             .unwrap_or_default();
         // Finish: one last forced pass (detection even if not due), then the worker ends.
         let _ = tx.send(Wake::Finish);
