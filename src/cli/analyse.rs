@@ -41,8 +41,6 @@ impl AnalyseArgs {
             anyhow::bail!("--sample must be in [0, 1], got {}", self.sample);
         }
         let lake = super::open_existing(&self.lake)?;
-        let focus =
-            vigie::detect::flagged_accounts(&lake).context("reading the flagged accounts")?;
         let opts = vigie::analysis::AnalyseOptions {
             nodes: self.nodes,
             shallow_depth: self.shallow_depth,
@@ -51,18 +49,29 @@ impl AnalyseArgs {
             max_games: self.max_games,
             ..Default::default()
         };
-        let bar = if ctx.progress {
-            indicatif::ProgressBar::new(0)
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        let report = vigie::analysis::run(&lake, &opts, &focus, &|done, total| {
-            bar.set_length(total);
-            bar.set_position(done);
-        })
-        .context("analysing games")?;
-        bar.finish_and_clear();
+        let report = analyse(&lake, &opts, ctx.progress)?;
         super::print_report(self.report_json, &report, &report.summary_line())?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The flagged accounts' games first, then the rest of the selection, with a progress bar.
+pub(super) fn analyse(
+    lake: &vigie::lake::Lake,
+    opts: &vigie::analysis::AnalyseOptions,
+    progress: bool,
+) -> Result<vigie::analysis::AnalyseReport> {
+    let focus = vigie::detect::flagged_accounts(lake).context("reading the flagged accounts")?;
+    let bar = if progress {
+        indicatif::ProgressBar::new(0)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let report = vigie::analysis::run(lake, opts, &focus, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .context("analysing games")?;
+    bar.finish_and_clear();
+    Ok(report)
 }

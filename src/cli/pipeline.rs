@@ -230,6 +230,9 @@ fn demo_password() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Games the demo's engine analysis judges at most.
+const DEMO_ANALYSED: usize = 150;
+
 /// The main job: a week of simulated traffic through the whole pipeline, then the dashboard.
 pub fn demo(
     lake_dir: &Path,
@@ -276,6 +279,24 @@ pub fn demo(
     let rules = PathBuf::from("queries/detect");
     let r = vigie::detect::run(&lake, &rules, &Default::default()).context("detecting")?;
     println!("{}", r.summary_line());
+    // The engine analysis of the flagged accounts' rated draughts games (and of unusual win rates),
+    // with a sample of the others as the platform's baseline; a smaller budget than `vigie
+    // analyse`'s default and at most DEMO_ANALYSED games, so that the demo stays a few minutes.
+    // Then detection again, which reads it.
+    let a = super::analyse::analyse(
+        &lake,
+        &vigie::analysis::AnalyseOptions {
+            nodes: 20_000,
+            max_games: Some(DEMO_ANALYSED),
+            ..Default::default()
+        },
+        progress,
+    )?;
+    println!("{}", a.summary_line());
+    if a.version.is_some() {
+        let r = vigie::detect::run(&lake, &rules, &Default::default()).context("detecting")?;
+        println!("{}", r.summary_line());
+    }
     let labels = vigie::detect::eval::Labels::read(&sim_dir.join("labels.json"))?;
     let rules = vigie::detect::rules::load(&rules)?;
     let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
