@@ -376,12 +376,9 @@ pub fn illegal_code(i: Illegal) -> Code {
     }
 }
 
-fn coords(variant: Variant, n: u8) -> (i32, i32) {
-    let per_row = i32::from(variant.per_row());
-    let k = i32::from(n) - 1;
-    let row = k / per_row;
-    let i = k % per_row;
-    (row, if row % 2 == 0 { 2 * i + 1 } else { 2 * i })
+fn coords(variant: Variant, n: u8) -> Option<(i32, i32)> {
+    let (row, col) = variant.row_col(n)?;
+    Some((row as i32, col as i32))
 }
 
 fn square_at(variant: Variant, row: i32, col: i32) -> Option<Square> {
@@ -407,8 +404,8 @@ pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<Position>
     let mut next = *pos;
     let mut taken = Vec::new();
     for pair in n.squares.windows(2) {
-        let (r0, c0) = coords(variant, pair[0].number());
-        let (r1, c1) = coords(variant, pair[1].number());
+        let (r0, c0) = coords(variant, pair[0].number())?;
+        let (r1, c1) = coords(variant, pair[1].number())?;
         let (dr, dc) = (r1 - r0, c1 - c0);
         if dr.abs() != dc.abs() || dr == 0 {
             return None;
@@ -427,7 +424,7 @@ pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<Position>
     for sq in taken {
         next.set_piece(sq, None);
     }
-    let (row, _) = coords(variant, to.number());
+    let (row, _) = coords(variant, to.number())?;
     let far = if color == Color::White {
         0
     } else {

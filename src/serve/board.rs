@@ -28,23 +28,12 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Row and column (from the top-left, White at the bottom) of a PDN square.
-pub fn square_cell(variant: Variant, n: u8) -> Option<(u32, u32)> {
-    let per = u32::from(variant.per_row());
-    let n = u32::from(n);
-    if n == 0 || n > u32::from(variant.squares()) {
-        return None;
-    }
-    let row = (n - 1) / per;
-    let k = (n - 1) % per;
-    let col = if row % 2 == 0 { 2 * k + 1 } else { 2 * k };
-    Some((row, col))
-}
-
 const CELL: u32 = 48;
 
 fn centre(variant: Variant, n: u8) -> Option<(u32, u32)> {
-    square_cell(variant, n).map(|(r, c)| (c * CELL + CELL / 2, r * CELL + CELL / 2))
+    variant
+        .row_col(n)
+        .map(|(r, c)| (c * CELL + CELL / 2, r * CELL + CELL / 2))
 }
 
 /// The SVG of a draughts position.
@@ -76,7 +65,7 @@ pub fn draughts_svg_with(b: &DraughtsBoard, lines: &[(&[u8], &str, &str)]) -> St
         }
     }
     let mark = |s: &mut String, n: u8, class: &str| {
-        if let Some((r, c)) = square_cell(v, n) {
+        if let Some((r, c)) = v.row_col(n) {
             let _ = write!(
                 s,
                 "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"{CELL}\" height=\"{CELL}\"/>",
@@ -89,7 +78,7 @@ pub fn draughts_svg_with(b: &DraughtsBoard, lines: &[(&[u8], &str, &str)]) -> St
         mark(&mut s, n, "sq-path");
     }
     for n in 1..=v.squares() {
-        if let Some((r, c)) = square_cell(v, n) {
+        if let Some((r, c)) = v.row_col(n) {
             let _ = write!(
                 s,
                 "<text class=\"sq-num\" x=\"{}\" y=\"{}\">{n}</text>",
@@ -733,24 +722,13 @@ mod tests {
     use crate::games::draughts::Position;
 
     #[test]
-    fn pdn_cells() {
-        assert_eq!(square_cell(Variant::International, 1), Some((0, 1)));
-        assert_eq!(square_cell(Variant::International, 6), Some((1, 0)));
-        assert_eq!(square_cell(Variant::International, 50), Some((9, 8)));
-        assert_eq!(square_cell(Variant::Brazilian, 1), Some((0, 1)));
-        assert_eq!(square_cell(Variant::Brazilian, 32), Some((7, 6)));
-        assert_eq!(square_cell(Variant::Brazilian, 33), None);
-    }
-
-    #[test]
     fn engine_moves_are_diagonal_steps_on_the_drawing() {
         for v in [Variant::International, Variant::Brazilian] {
             let pos = Position::new(v);
             for m in pos.legal_moves() {
-                let (Some((r0, c0)), Some((r1, c1))) = (
-                    square_cell(v, m.from().number()),
-                    square_cell(v, m.to().number()),
-                ) else {
+                let (Some((r0, c0)), Some((r1, c1))) =
+                    (v.row_col(m.from().number()), v.row_col(m.to().number()))
+                else {
                     panic!("square off the board");
                 };
                 assert_eq!(r0.abs_diff(r1), 1, "{m}");

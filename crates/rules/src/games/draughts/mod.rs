@@ -36,4 +36,4 @@ pub use medieval::{
 pub use moves::{Move, MoveKey};
 pub use notation::{Illegal, Notation, SyntaxError, classify, parse_notation};
 pub use position::{Position, Undo, perft, perft_slow};
-pub use types::{Color, Material, Piece, Role, SideMaterial, Square, Variant};
+pub use types::{Color, Material, Piece, Role, SideMaterial, Square, Variant, pdn_row_col};

@@ -38,6 +38,23 @@ impl fmt::Display for Color {
     }
 }
 
+/// Row and column of PDN square `square` on a board of `per_row` dark squares a row: row 0 is
+/// square 1's (Black's back row, at the top as White sees the board), columns count every square
+/// of a row from the left, 0-based. For constant tables; [`Variant::row_col`] checks the square.
+#[must_use]
+pub const fn pdn_row_col(per_row: u32, square: u32) -> (u32, u32) {
+    let s = square - 1;
+    let (row, k) = (s / per_row, s % per_row);
+    (
+        row,
+        if row.is_multiple_of(2) {
+            2 * k + 1
+        } else {
+            2 * k
+        },
+    )
+}
+
 /// The board and rule set. Both use flying kings, mandatory capture and the
 /// majority rule; they differ by board size and draw rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +88,21 @@ impl Variant {
     #[must_use]
     pub fn per_row(self) -> u8 {
         self.size() / 2
+    }
+
+    /// Row and column of PDN square `n` on this board ([`pdn_row_col`]), `None` off the board.
+    ///
+    /// ```
+    /// use vigie_rules::games::draughts::Variant;
+    /// assert_eq!(Variant::International.row_col(1), Some((0, 1)));
+    /// assert_eq!(Variant::International.row_col(50), Some((9, 8)));
+    /// assert_eq!(Variant::Brazilian.row_col(33), None);
+    /// ```
+    #[must_use]
+    pub fn row_col(self, n: u8) -> Option<(u32, u32)> {
+        (1..=self.squares())
+            .contains(&n)
+            .then(|| pdn_row_col(u32::from(self.per_row()), u32::from(n)))
     }
 
     /// Consecutive plies without a capture and without a man move that draw the
@@ -170,5 +202,21 @@ impl Material {
             Color::White => self.white,
             Color::Black => self.black,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pdn_cells() {
+        assert_eq!(Variant::International.row_col(1), Some((0, 1)));
+        assert_eq!(Variant::International.row_col(6), Some((1, 0)));
+        assert_eq!(Variant::International.row_col(50), Some((9, 8)));
+        assert_eq!(Variant::Brazilian.row_col(1), Some((0, 1)));
+        assert_eq!(Variant::Brazilian.row_col(32), Some((7, 6)));
+        assert_eq!(Variant::Brazilian.row_col(33), None);
+        assert_eq!(Variant::Brazilian.row_col(0), None);
     }
 }

@@ -3,6 +3,7 @@
 //! drawn endings of kings against a lone king.
 
 use super::super::geometry::{Bits, Braz, Geo, Intl, bit_of, fill, shift};
+use super::super::types::pdn_row_col;
 
 /// A man.
 pub const MAN: i32 = 100;
@@ -24,21 +25,6 @@ pub(crate) struct Tables {
     rows: u8,
 }
 
-/// Row (0: square 1's, Black's back row) and column (0-based, over all ten or eight columns) of
-/// PDN square `square` on a board of `n` dark squares per row.
-const fn row_col(n: u32, square: u32) -> (u32, u32) {
-    let s = square - 1;
-    let (row, p) = (s / n, s % n);
-    (
-        row,
-        if row.is_multiple_of(2) {
-            2 * p + 1
-        } else {
-            2 * p
-        },
-    )
-}
-
 const fn build(n: u32) -> Tables {
     let rows = 2 * n;
     let mut t = Tables {
@@ -51,7 +37,7 @@ const fn build(n: u32) -> Tables {
     };
     let mut sq = 1;
     while sq <= 2 * n * n {
-        let (row, col) = row_col(n, sq);
+        let (row, col) = pdn_row_col(n, sq);
         let b = bit_of(n, sq) as usize;
         t.white_adv[b] = (rows - 1 - row) as u8;
         t.black_adv[b] = row as u8;
@@ -61,7 +47,7 @@ const fn build(n: u32) -> Tables {
         // Cones: every square of a later row within the diagonals' spread.
         let mut other = 1;
         while other <= 2 * n * n {
-            let (orow, ocol) = row_col(n, other);
+            let (orow, ocol) = pdn_row_col(n, other);
             let dc = ocol.abs_diff(col);
             let ob = 1u64 << bit_of(n, other);
             if orow < row && dc <= row - orow {
