@@ -130,12 +130,15 @@ mixed AS (
            least(s.expected_best_moves * exp(c.alpha + c.beta * s.blunder_log_ratio), 0.99 * s.positions) AS best_moves_at_blunder_rate
     FROM scored s CROSS JOIN curve c
 ),
+judged AS (
+    SELECT m.*,
+           (m.best_moves - m.best_moves_at_blunder_rate)
+             / sqrt(greatest(m.best_moves_at_blunder_rate * (1 - m.best_moves_at_blunder_rate / m.positions), 1e-9)) AS best_given_blunders_z
+    FROM mixed m
+),
 tested AS (
     SELECT s.*,
-           (s.best_moves - s.best_moves_at_blunder_rate)
-             / sqrt(greatest(s.best_moves_at_blunder_rate * (1 - s.best_moves_at_blunder_rate / s.positions), 1e-9)) AS best_given_blunders_z,
-           (s.top_choice_z + s.hard_z + greatest((s.best_moves - s.best_moves_at_blunder_rate)
-             / sqrt(greatest(s.best_moves_at_blunder_rate * (1 - s.best_moves_at_blunder_rate / s.positions), 1e-9)), 0.0)) / sqrt(3.0) AS combined_z,
+           (s.top_choice_z + s.hard_z + greatest(s.best_given_blunders_z, 0.0)) / sqrt(3.0) AS combined_z,
            CAST(s.best_moves AS DOUBLE) / s.positions AS best_move_rate,
            s.best_moves_at_blunder_rate / s.positions AS expected_best_move_rate,
            CAST(s.blunders AS DOUBLE) / greatest(s.mistakes, 1) AS blunder_share,
@@ -148,7 +151,7 @@ tested AS (
            CAST(s.matches AS DOUBLE) / s.positions AS match_rate,
            s.expected_matches / s.positions AS expected_match_rate,
            (s.expected_loss - s.average_loss) * s.positions / sqrt(greatest(s.var_loss_sum, 1e-9)) AS loss_z
-    FROM mixed s
+    FROM judged s
 ),
 ranked AS (
     SELECT t.*, normal_at_least(t.combined_z) AS p_value,
