@@ -292,13 +292,28 @@ pub fn flagged_accounts(lake: &Lake) -> Result<std::collections::BTreeSet<String
     Ok(out)
 }
 
+/// How many rules run at once: one per core. A pass's rules are small queries that each spend
+/// much of their time planning on one thread; two at a time keep both cores of a small machine
+/// busy, while the session's memory pool (shared by the rules running together) stays the bound.
+fn rules_at_once() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 4)
+}
+
 /// Runs the rules on a snapshot and returns their flags.
+///
+/// The rules run concurrently (at most [`rules_at_once`], each a task of the runtime) on one
+/// session; their flags are merged in the rules' order, so the result does not depend on which
+/// finished first. The first failing rule (in that order) is the error.
 pub async fn evaluate(
     snapshot: &crate::lake::Snapshot,
     rules: &[Rule],
     overrides: &BTreeMap<String, String>,
     window_end: i64,
 ) -> Result<Vec<FlagRow>, DetectError> {
+    use futures::StreamExt;
     let ctx = crate::lake::sql::session(
         snapshot,
         &rule_tables(),
@@ -309,27 +324,76 @@ pub async fn evaluate(
         rule: "(session)".into(),
         source,
     })?;
-    let mut flags = Vec::new();
-    for rule in rules {
-        let q = |source| DetectError::Query {
-            rule: rule.id.clone(),
-            source,
-        };
-        let started = std::time::Instant::now();
-        let df = ctx.sql(&rule.render(overrides)).await.map_err(q)?;
-        let batches = df.collect().await.map_err(q)?;
-        let before = flags.len();
-        for b in &batches {
-            flags.extend(rows_to_flags(rule, b, window_end)?);
+    let tasks = rules.iter().map(|rule| {
+        let task = tokio::spawn(run_rule(
+            ctx.clone(),
+            rule.clone(),
+            rule.render(overrides),
+            window_end,
+        ));
+        let id = rule.id.clone();
+        async move {
+            task.await.map_err(|e| DetectError::Output {
+                rule: id,
+                msg: format!("the rule's task failed: {e}"),
+            })?
         }
-        tracing::debug!(
-            rule = %rule.id,
-            flags = flags.len() - before,
-            ms = started.elapsed().as_millis() as u64,
-            "detection rule"
-        );
+    });
+    let results: Vec<Result<Vec<FlagRow>, DetectError>> = futures::stream::iter(tasks)
+        .buffered(rules_at_once())
+        .collect()
+        .await;
+    let mut flags = Vec::new();
+    for r in results {
+        flags.extend(r?);
     }
     Ok(merge_same_flag(flags))
+}
+
+/// One rule's query on the session, into flags.
+async fn run_rule(
+    ctx: datafusion::prelude::SessionContext,
+    rule: Rule,
+    sql: String,
+    window_end: i64,
+) -> Result<Vec<FlagRow>, DetectError> {
+    let q = |source| DetectError::Query {
+        rule: rule.id.clone(),
+        source,
+    };
+    let started = std::time::Instant::now();
+    // The steps apart (as `DataFrame::collect` runs them), so that the debug log says where a
+    // rule's time goes: parsing and the logical plan, its optimisation, the physical plan (the
+    // tables' file listing happens there), the execution.
+    let state = ctx.state();
+    let logical = state.create_logical_plan(&sql).await.map_err(q)?;
+    let planned = started.elapsed();
+    let optimized = state.optimize(&logical).map_err(q)?;
+    let optimised = started.elapsed();
+    let physical = state
+        .query_planner()
+        .create_physical_plan(&optimized, &state)
+        .await
+        .map_err(q)?;
+    let physical_done = started.elapsed();
+    let batches = datafusion::physical_plan::collect(physical, ctx.task_ctx())
+        .await
+        .map_err(q)?;
+    let mut flags = Vec::new();
+    for b in &batches {
+        flags.extend(rows_to_flags(&rule, b, window_end)?);
+    }
+    tracing::debug!(
+        rule = %rule.id,
+        flags = flags.len(),
+        logical_ms = planned.as_millis() as u64,
+        optimise_ms = (optimised - planned).as_millis() as u64,
+        physical_ms = (physical_done - optimised).as_millis() as u64,
+        execute_ms = (started.elapsed() - physical_done).as_millis() as u64,
+        ms = started.elapsed().as_millis() as u64,
+        "detection rule"
+    );
+    Ok(flags)
 }
 
 /// One flag per (account, rule, window), as its id says. A pair rule returns one row per partner
