@@ -360,13 +360,35 @@ fn scan_since(
     since_ms: Option<i64>,
 ) -> PolarsResult<Option<LazyFrame>> {
     let from = since_ms.map(|ms| format!("date={}", crate::log::syntax::date_of(ms)));
+    scan_files(snapshot, table, |f| match (&from, &f.partition) {
+        (Some(from), Some(p)) => p.as_str() >= from.as_str(),
+        _ => true,
+    })
+}
+
+/// [`scan`] of the files whose latest `ts` (recorded in the commit log) is at or after `since_ms`,
+/// and of those that record none. Sound for rows filtered on `ts >= since_ms` when `ts` is never
+/// null (`departures`): a file whose latest `ts` is older holds none of them. Unlike
+/// [`scan_since`] it needs no bound on how long a game lasts (a departure's partition is the
+/// date its game started).
+fn scan_ts_since(
+    snapshot: &Snapshot,
+    table: &str,
+    since_ms: i64,
+) -> PolarsResult<Option<LazyFrame>> {
+    scan_files(snapshot, table, |f| f.max_ts.is_none_or(|m| m >= since_ms))
+}
+
+/// A lazy scan of the table's files that `keep` selects (`None` when it selects none).
+fn scan_files(
+    snapshot: &Snapshot,
+    table: &str,
+    keep: impl Fn(&crate::lake::FileEntry) -> bool,
+) -> PolarsResult<Option<LazyFrame>> {
     let paths: Vec<PlRefPath> = snapshot
         .table_files(table)
         .into_iter()
-        .filter(|(_, f)| match (&from, &f.partition) {
-            (Some(from), Some(p)) => p.as_str() >= from.as_str(),
-            _ => true,
-        })
+        .filter(|(_, f)| keep(f))
         .map(|(p, _)| PlRefPath::from(p.to_string_lossy().as_ref()))
         .collect();
     if paths.is_empty() {
@@ -983,7 +1005,9 @@ pub fn run_scoped(
                 .lazy();
             // Only the window's departures and findings: the windows filter on the same
             // times, and what is older (the lake's whole history) would be read for nothing.
-            let departures = departures
+            // None in the window: an empty frame of the right shape, never the whole history.
+            let departures = scan_ts_since(&snapshot, "departures", oldest)?
+                .unwrap_or_else(|| empty_like(&players, &crate::replay::rows::DepartureRow::def()))
                 .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
                 .collect()?
                 .lazy();

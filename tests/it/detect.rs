@@ -443,31 +443,45 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
     );
 }
 
+/// The sample logs plus copies of `game` moved to other days (`(id, date)`), ingested, replayed
+/// and with their features computed, in `dir/lake`.
+fn lake_with_moved_copies(dir: &Path, game: &[Value], copies: &[(&str, &str)]) -> Lake {
+    use crate::replay::{moved_game, relink};
+    let mut text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    for (id, date) in copies {
+        text.push_str(&relink(&moved_game(game, id, date)));
+        text.push('\n');
+    }
+    let input = dir.join("server.jsonl");
+    std::fs::write(&input, text).unwrap();
+    let path = dir.join("lake");
+    crate::common::quiet_ingest(&path, &input);
+    crate::common::quiet_replay(&path);
+    let lake = Lake::open(&path).unwrap();
+    vigie::features::run(&lake).unwrap();
+    lake
+}
+
 /// A scoped run opens only the `date` partitions from the window's first day: a game that
 /// started on that day, after the window's start, still counts, and one from before the
 /// window (in an older partition) does not change anything. Scoped rows equal a full run's.
 #[test]
 fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
-    use crate::replay::{moved_game, relink, sample_game};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lake");
     // The sample ends 2026-11-22T19:24:50Z, so the 30-day window starts 2026-10-23T19:24:50Z.
     // This game started at 20:21 on 2026-11-20: moved to 2026-10-23 it is in the window, in
     // the partition of its first day; moved to 2026-10-01 it is before it.
-    let game = sample_game("d8-db8f-000063", 0);
-    let moved = |id: &str, date: &str| relink(&moved_game(&game, id, date));
+    let game = crate::replay::sample_game("d8-db8f-000063", 0);
     assert!(game[0]["ts"].as_str().unwrap() >= "2026-11-20T19:25");
-    let mut text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
-    text.push_str(&moved("d8-ffff-000001", "2026-10-23"));
-    text.push('\n');
-    text.push_str(&moved("d8-ffff-000002", "2026-10-01"));
-    text.push('\n');
-    let input = dir.path().join("server.jsonl");
-    std::fs::write(&input, text).unwrap();
-    crate::common::quiet_ingest(&path, &input);
-    crate::common::quiet_replay(&path);
-    let lake = Lake::open(&path).unwrap();
-    vigie::features::run(&lake).unwrap();
+    let lake = lake_with_moved_copies(
+        dir.path(),
+        &game,
+        &[
+            ("d8-ffff-000001", "2026-10-23"),
+            ("d8-ffff-000002", "2026-10-01"),
+        ],
+    );
     let full = crate::common::table_rows(&path, "account_features");
     let players = crate::common::sql_text(
         &path,
@@ -489,6 +503,55 @@ fn scoped_features_read_the_window_first_day_and_skip_older_partitions() {
     let scope: std::collections::BTreeSet<String> = players.iter().map(|r| r[0].clone()).collect();
     vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(crate::common::table_rows(&path, "account_features"), full);
+}
+
+/// A scoped run reads `departures` only from files whose latest departure is in the window (the
+/// commit log records each file's latest `ts`): a departure's partition is the date its game
+/// started, so that bound needs no guess at how long a game can last. Shown by breaking an old
+/// file after a full run: the scoped run never opens it, and its rows equal the full run's.
+#[test]
+fn scoped_features_never_open_departures_files_older_than_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lake");
+    // The sample ends 2026-11-22T19:24:50Z: its 30-day window starts 2026-10-23T19:24:50Z. This
+    // game ends with a departure (a resignation); one copy is from before the window, one in it.
+    let game = crate::replay::sample_game("d8-db8f-000117", 0);
+    assert!(game.iter().any(|v| v["type"] == "left"));
+    let lake = lake_with_moved_copies(
+        dir.path(),
+        &game,
+        &[
+            ("d8-ffff-000011", "2026-10-01"),
+            ("d8-ffff-000012", "2026-10-24"),
+        ],
+    );
+    let full = crate::common::table_rows(&path, "account_features");
+    let players = crate::common::sql_text(
+        &path,
+        "SELECT DISTINCT player FROM departures WHERE game IN ('d8-ffff-000011', 'd8-ffff-000012')",
+    );
+    assert!(!players.is_empty());
+    let old: Vec<std::path::PathBuf> = lake
+        .snapshot()
+        .unwrap()
+        .table_files("departures")
+        .into_iter()
+        .filter(|(_, f)| f.partition.as_deref() == Some("date=2026-10-01"))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        old.len(),
+        1,
+        "the old game's departure has a file of its own"
+    );
+    for p in &old {
+        std::fs::write(p, b"not a parquet file").unwrap();
+    }
+    let scope: std::collections::BTreeSet<String> = players.iter().map(|r| r[0].clone()).collect();
+    vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_eq!(crate::common::table_rows(&path, "account_features"), full);
+    // The broken file is really read by a run that needs it (the test would show nothing otherwise).
+    assert!(vigie::features::run(&lake).is_err());
 }
 
 /// Server faults that land on honest players (a simulated population without cheaters, a third of
