@@ -947,17 +947,20 @@ pub fn run_scoped(
     let Some(players) = scan(&snapshot, "game_players")? else {
         return Ok(FeaturesReport::default());
     };
-    // No departure yet (a young lake, a stream's first seconds): an empty table of the right shape.
-    let departures = match scan(&snapshot, "departures")? {
-        Some(d) => d,
-        None => empty_like(&players, &crate::replay::rows::DepartureRow::def()),
-    };
+    // No departure (a young lake, a stream's first seconds; in a scoped run, none in the window):
+    // an empty table of the right shape.
+    let no_departures =
+        |players: &LazyFrame| empty_like(players, &crate::replay::rows::DepartureRow::def());
     let findings = scan(&snapshot, "findings")?;
     let scope: Option<Vec<String>> = scope.map(|s| s.iter().cloned().collect());
     let mut account_frames = Vec::new();
     let mut pair_frames = Vec::new();
     match &scope {
         None => {
+            let departures = match scan(&snapshot, "departures")? {
+                Some(d) => d,
+                None => no_departures(&players),
+            };
             for days in WINDOWS {
                 account_frames.push(account_window(
                     &players,
@@ -1005,9 +1008,8 @@ pub fn run_scoped(
                 .lazy();
             // Only the window's departures and findings: the windows filter on the same
             // times, and what is older (the lake's whole history) would be read for nothing.
-            // None in the window: an empty frame of the right shape, never the whole history.
             let departures = scan_ts_since(&snapshot, "departures", oldest)?
-                .unwrap_or_else(|| empty_like(&players, &crate::replay::rows::DepartureRow::def()))
+                .unwrap_or_else(|| no_departures(&players))
                 .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
                 .collect()?
                 .lazy();
