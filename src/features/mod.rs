@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
+pub mod cache;
+
 use crate::lake::tables::{Column, TableDef};
 use crate::lake::{FileMeta, Lake, LakeError, Snapshot};
 
@@ -347,7 +349,17 @@ pub fn pair_table() -> TableDef {
 }
 
 fn scan(snapshot: &Snapshot, table: &str) -> PolarsResult<Option<LazyFrame>> {
-    scan_since(snapshot, table, None)
+    scan_since(snapshot, table, None, Read::Disk)
+}
+
+/// Where a scan takes its files' rows from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// A lazy scan of the files (a full run: the whole history, streamed).
+    Disk,
+    /// The process's [`cache`] of decoded files, read into it when they fit (a scoped run of the
+    /// streaming job, which reads the same window every pass).
+    Cached,
 }
 
 /// [`scan`] of the files of the `date` partitions from the UTC date of `since_ms` on (all files
@@ -358,12 +370,18 @@ fn scan_since(
     snapshot: &Snapshot,
     table: &str,
     since_ms: Option<i64>,
+    read: Read,
 ) -> PolarsResult<Option<LazyFrame>> {
     let from = since_ms.map(|ms| format!("date={}", crate::log::syntax::date_of(ms)));
-    scan_files(snapshot, table, |f| match (&from, &f.partition) {
-        (Some(from), Some(p)) => p.as_str() >= from.as_str(),
-        _ => true,
-    })
+    scan_files(
+        snapshot,
+        table,
+        |f| match (&from, &f.partition) {
+            (Some(from), Some(p)) => p.as_str() >= from.as_str(),
+            _ => true,
+        },
+        read,
+    )
 }
 
 /// [`scan`] of the files whose latest `ts` (recorded in the commit log) is at or after `since_ms`,
@@ -375,8 +393,14 @@ fn scan_ts_since(
     snapshot: &Snapshot,
     table: &str,
     since_ms: i64,
+    read: Read,
 ) -> PolarsResult<Option<LazyFrame>> {
-    scan_files(snapshot, table, |f| f.max_ts.is_none_or(|m| m >= since_ms))
+    scan_files(
+        snapshot,
+        table,
+        |f| f.max_ts.is_none_or(|m| m >= since_ms),
+        read,
+    )
 }
 
 /// A lazy scan of the table's files that `keep` selects (`None` when it selects none).
@@ -384,21 +408,58 @@ fn scan_files(
     snapshot: &Snapshot,
     table: &str,
     keep: impl Fn(&crate::lake::FileEntry) -> bool,
+    read: Read,
 ) -> PolarsResult<Option<LazyFrame>> {
-    let paths: Vec<PlRefPath> = snapshot
+    let files: Vec<(PathBuf, &crate::lake::FileEntry)> = snapshot
         .table_files(table)
         .into_iter()
         .filter(|(_, f)| keep(f))
-        .map(|(p, _)| PlRefPath::from(p.to_string_lossy().as_ref()))
         .collect();
-    if paths.is_empty() {
+    if files.is_empty() {
         return Ok(None);
     }
-    let args = ScanArgsParquet {
-        glob: false,
-        ..ScanArgsParquet::default()
+    let (mut frames, on_disk) = match read {
+        Read::Disk => (Vec::new(), files.into_iter().map(|(p, _)| p).collect()),
+        Read::Cached => {
+            let keyed: Vec<(cache::FileKey, PathBuf)> = files
+                .into_iter()
+                .map(|(p, f)| (file_key(snapshot, f), p))
+                .collect();
+            let got = cache::global()
+                .lock()
+                .map_err(|_| polars_err!(ComputeError: "the features cache was poisoned"))?
+                .frames(&keyed)?;
+            let frames: Vec<LazyFrame> = got.frames.into_iter().map(DataFrame::lazy).collect();
+            (frames, got.on_disk)
+        }
     };
-    LazyFrame::scan_parquet_files(paths.into_iter().collect(), args).map(Some)
+    if !on_disk.is_empty() {
+        let args = ScanArgsParquet {
+            glob: false,
+            ..ScanArgsParquet::default()
+        };
+        let paths: Vec<PlRefPath> = on_disk
+            .iter()
+            .map(|p| PlRefPath::from(p.to_string_lossy().as_ref()))
+            .collect();
+        frames.push(LazyFrame::scan_parquet_files(
+            paths.into_iter().collect(),
+            args,
+        )?);
+    }
+    if frames.len() == 1 {
+        return Ok(frames.pop());
+    }
+    concat(frames, UnionArgs::default()).map(Some)
+}
+
+/// The cache's key of a lake file.
+fn file_key(snapshot: &Snapshot, f: &crate::lake::FileEntry) -> cache::FileKey {
+    cache::FileKey {
+        table: f.table.clone(),
+        path: snapshot.root().join(&f.path),
+        bytes: f.bytes,
+    }
 }
 
 /// epoch-ms column of a timestamp column.
@@ -978,7 +1039,7 @@ pub fn run_scoped(
             // Only the largest window's games: the files of older `date` partitions (a game's
             // partition is the date it started) are not even opened.
             let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
-            let players = scan_since(&snapshot, "game_players", Some(oldest))?
+            let players = scan_since(&snapshot, "game_players", Some(oldest), Read::Cached)?
                 .unwrap_or(players)
                 .filter(ms("started_at").gt_eq(lit(oldest)));
             // Every input an account's row reads, read once and used by every window: its
@@ -1008,7 +1069,7 @@ pub fn run_scoped(
                 .lazy();
             // Only the window's departures and findings: the windows filter on the same
             // times, and what is older (the lake's whole history) would be read for nothing.
-            let departures = scan_ts_since(&snapshot, "departures", oldest)?
+            let departures = scan_ts_since(&snapshot, "departures", oldest, Read::Cached)?
                 .unwrap_or_else(|| no_departures(&players))
                 .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
                 .collect()?
@@ -1038,10 +1099,11 @@ pub fn run_scoped(
             }
             // The previous rows of everyone else, as they were.
             account_frames.extend(
-                scan(&snapshot, "account_features")?.map(|f| f.filter(is_in("account").not())),
+                scan_since(&snapshot, "account_features", None, Read::Cached)?
+                    .map(|f| f.filter(is_in("account").not())),
             );
             pair_frames.extend(
-                scan(&snapshot, "pair_features")?
+                scan_since(&snapshot, "pair_features", None, Read::Cached)?
                     .map(|f| f.filter(is_in("a").not().and(is_in("b").not()))),
             );
         }
@@ -1068,6 +1130,17 @@ pub fn run_scoped(
         }
         let file = txn.new_file(def.name, None)?;
         let bytes = write_parquet(&file.pending, &mut df)?;
+        // The next scoped run reads this table again: it finds the frame it would decode.
+        if let Ok(mut c) = cache::global().lock() {
+            c.replace_table(
+                cache::FileKey {
+                    table: def.name.to_string(),
+                    path: file.fin.clone(),
+                    bytes,
+                },
+                df,
+            );
+        }
         txn.add_file_meta(
             file,
             FileMeta {
@@ -1077,9 +1150,16 @@ pub fn run_scoped(
             },
         );
     }
+    let (cache_mib, (cache_hits, cache_misses)) = cache::global()
+        .lock()
+        .map(|c| (c.used() >> 20, c.hits_and_misses()))
+        .unwrap_or_default();
     tracing::debug!(
         read_ms,
         computed_ms,
+        cache_mib,
+        cache_hits,
+        cache_misses,
         written_ms = started.elapsed().as_millis() as u64,
         scoped = scope.as_ref().map(Vec::len),
         "features"

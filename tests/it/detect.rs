@@ -1,7 +1,7 @@
 //! Detection rules: each rule flags a crafted case and leaves a crafted look-alike alone; eval scores flags against labels.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vigie::lake::Lake;
@@ -378,16 +378,32 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of the sample lake in `dir/lake` (replayed, with the features of a full run), its path,
+/// and the rows of its two feature tables.
+fn sample_lake_with_features(dir: &Path) -> (Lake, PathBuf, Vec<String>, Vec<String>) {
+    let path = dir.join("lake");
+    copy_dir(crate::common::sample_lake(), &path);
+    let lake = Lake::open(&path).unwrap();
+    let accounts = crate::common::table_rows(&path, "account_features");
+    let pairs = crate::common::table_rows(&path, "pair_features");
+    (lake, path, accounts, pairs)
+}
+
+/// The lake's two feature tables hold exactly these rows.
+fn assert_features(path: &Path, accounts: &[String], pairs: &[String]) {
+    assert_eq!(
+        crate::common::table_rows(path, "account_features"),
+        accounts
+    );
+    assert_eq!(crate::common::table_rows(path, "pair_features"), pairs);
+}
+
 /// The streaming job recomputes the features of a few accounts: their rows
 /// (and their pairs') are those a full run gives, everyone else's are kept.
 #[test]
 fn scoped_features_equal_a_full_run_for_their_accounts() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("lake");
-    copy_dir(crate::common::sample_lake(), &path);
-    let lake = Lake::open(&path).unwrap();
-    let full_accounts = crate::common::table_rows(&path, "account_features");
-    let full_pairs = crate::common::table_rows(&path, "pair_features");
+    let (lake, path, full_accounts, full_pairs) = sample_lake_with_features(dir.path());
     assert!(full_accounts.len() > 30 && full_pairs.len() > 30);
     // Accounts of pairs (so pair rows are recomputed too), and one that quit games.
     let a = crate::common::sql_text(&path, "SELECT DISTINCT a FROM pair_features ORDER BY a");
@@ -408,14 +424,7 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
     scope.insert(shared[0][0].clone());
     let r = vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(r.account_rows as usize, full_accounts.len());
-    assert_eq!(
-        crate::common::table_rows(&path, "account_features"),
-        full_accounts
-    );
-    assert_eq!(
-        crate::common::table_rows(&path, "pair_features"),
-        full_pairs
-    );
+    assert_features(&path, &full_accounts, &full_pairs);
     // The scoped run really recomputed its accounts: empty their rows, and they come back.
     let sql = format!(
         "account IN ({})",
@@ -551,6 +560,33 @@ fn scoped_features_never_open_departures_files_older_than_the_window() {
     vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(crate::common::table_rows(&path, "account_features"), full);
     // The broken file is really read by a run that needs it (the test would show nothing otherwise).
+    assert!(vigie::features::run(&lake).is_err());
+}
+
+/// The streaming job's scoped runs keep the files they decode (lake files never change): a second
+/// run reads its window from memory, with the rows of a run from disk. Shown by breaking the
+/// window's `game_players` files between the two: the second scoped run still gives the full
+/// run's rows, and a full run (which reads from disk) fails on them.
+#[test]
+fn scoped_features_read_the_window_once_and_then_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lake, path, full_accounts, full_pairs) = sample_lake_with_features(dir.path());
+    let a = crate::common::sql_text(&path, "SELECT DISTINCT a FROM pair_features ORDER BY a");
+    let scope: std::collections::BTreeSet<String> =
+        a.iter().step_by(5).take(8).map(|r| r[0].clone()).collect();
+    assert!(scope.len() >= 3);
+    vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_eq!(
+        crate::common::table_rows(&path, "account_features"),
+        full_accounts
+    );
+    let players = lake.snapshot().unwrap().table_paths("game_players");
+    assert!(!players.is_empty());
+    for p in &players {
+        std::fs::write(p, b"not a parquet file").unwrap();
+    }
+    vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_features(&path, &full_accounts, &full_pairs);
     assert!(vigie::features::run(&lake).is_err());
 }
 
