@@ -3,7 +3,8 @@
 //! Tables are DataFusion listing tables (Hive partitions, Parquet pruning,
 //! declared sort order) over a read-only object store that lists exactly the
 //! snapshot's committed files: files being written, and files removed by a
-//! later commit but still on disk, are invisible; writes are refused.
+//! later commit but still on disk, are invisible; writes are refused. The files'
+//! statistics and footers are cached for the whole process (a file never changes).
 
 use std::fmt;
 use std::ops::Range;
@@ -289,6 +290,7 @@ pub async fn session(
 ) -> datafusion::error::Result<SessionContext> {
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
+        .with_cache_manager(shared_file_caches()?)
         .build_arc()?;
     let config = SessionConfig::new()
         .with_target_partitions(limits.partitions)
@@ -319,6 +321,27 @@ pub async fn session(
         register(&ctx, snapshot, def).await?;
     }
     Ok(ctx)
+}
+
+/// The caches of the lake files' statistics and Parquet footers, shared by every session of the
+/// process: the streaming job's detection passes, and the dashboard's requests, read the same files
+/// again and again, and a session would otherwise read each file's footer anew (once per query
+/// that scans it). A lake file never changes: its name carries its writer's random id and a
+/// number, and the size is checked on every use. Bounded by DataFusion's default limits (20 MiB
+/// of statistics, 50 MiB of footers, least recently used first out). The listing cache is not
+/// shared: each session lists its own snapshot's files.
+fn shared_file_caches()
+-> datafusion::error::Result<datafusion::execution::cache::cache_manager::CacheManagerConfig> {
+    use datafusion::execution::cache::cache_manager::{CacheManager, CacheManagerConfig};
+    static SHARED: std::sync::OnceLock<CacheManagerConfig> = std::sync::OnceLock::new();
+    if let Some(c) = SHARED.get() {
+        return Ok(c.clone());
+    }
+    let made = CacheManager::try_new(&CacheManagerConfig::default())?;
+    let config = CacheManagerConfig::default()
+        .with_file_statistics_cache(made.get_file_statistic_cache())
+        .with_file_metadata_cache(Some(made.get_file_metadata_cache()));
+    Ok(SHARED.get_or_init(|| config).clone())
 }
 
 /// The words of every error that stops a query at its time limit (the session's deadline, the SQL
@@ -541,7 +564,10 @@ pub async fn register(
     let config = ListingTableConfig::new(url)
         .with_listing_options(opts)
         .with_schema(schema);
-    let table = ListingTable::try_new(config)?;
+    // The session's statistics cache (shared by the process's sessions): a file's statistics are
+    // read from its footer once, not at every query that plans a scan of it.
+    let table = ListingTable::try_new(config)?
+        .with_cache(ctx.runtime_env().cache_manager.get_file_statistic_cache());
     ctx.register_table(def.name, Arc::new(table))?;
     Ok(())
 }
