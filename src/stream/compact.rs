@@ -39,9 +39,12 @@ fn err(e: impl std::fmt::Display) -> StreamError {
 }
 
 /// Input bytes one streaming compaction commit merges at most (beyond its first group): it
-/// runs on the replay thread, so a backlog (a stream started on a batch-ingested lake of
-/// thousands of small files) is merged a slice at a time instead of stalling the flags.
-pub const PASS_BYTES: u64 = 4 * MERGED_BYTES;
+/// runs on the replay thread, between two detection passes, so its length is added to the flag
+/// latency of everything that arrives meanwhile. A slice of one merged file's worth (about half
+/// a second on a small machine) keeps that pause short; the stream calls it every few commits,
+/// more often than it takes to fill one, so a backlog (a stream started on a batch-ingested lake
+/// of thousands of small files) still drains.
+pub const PASS_BYTES: u64 = MERGED_BYTES;
 
 /// Merges, per table and partition, runs of at least `min_files` small files.
 ///

@@ -628,8 +628,15 @@ fn derive_loop(
                 since_compaction = 0;
                 // A bounded slice while following; everything left on the last pass.
                 let budget = (!finish).then_some(compact::PASS_BYTES);
+                let started = Instant::now();
                 let c = compact::compact(lake, opts.compact_min_files, budget)?;
                 if c.files_removed > 0 {
+                    tracing::debug!(
+                        files = c.files_removed,
+                        rows = c.rows,
+                        ms = started.elapsed().as_millis() as u64,
+                        "stream compaction"
+                    );
                     report.compactions += 1;
                     report.files_compacted += c.files_removed;
                     report.last_version = c.version.or(report.last_version);
