@@ -13,16 +13,13 @@
 -- action: review
 -- param min_findings = 2 : faults in the account's favour in 30 days
 -- param max_p = 0.0001 : chance of at least that many at the platform's rate (false flags per account per month)
-WITH since AS (
-    SELECT max(window_end) - INTERVAL '30 days' AS t FROM account_features
-),
-favoured AS (
+WITH favoured AS (
     SELECT f.account, f.code, f.game, f.seq, f.ts
     FROM findings f
     WHERE f.category = 'integrity' AND f.account IS NOT NULL
       AND f.code IN ('accepted_illegal', 'late_move')
       -- The 30-day window of the features (findings without a time count, as there).
-      AND (f.ts IS NULL OR f.ts >= (SELECT t FROM since))
+      AND (f.ts IS NULL OR f.ts >= ${window_end} - INTERVAL '30 days')
 ),
 played AS (
     SELECT account, games FROM account_features WHERE "window" = '30d'

@@ -30,7 +30,7 @@ LEFT JOIN (
            string_to_array(string_agg(array_to_string(tamper_refs, ' '), ' ' ORDER BY tamper_first, game), ' ') AS refs,
            min(tamper_first) AS first_seen, max(tamper_last) AS last_seen
     FROM game_players
-    WHERE tamper_attempts > 0 AND started_at >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
+    WHERE tamper_attempts > 0 AND started_at >= ${window_end} - INTERVAL '30 days'
     GROUP BY account
 ) e ON e.account = f.account
 WHERE f."window" = '30d' AND f.tamper_attempts >= ${min_attempts}

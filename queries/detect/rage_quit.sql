@@ -69,7 +69,7 @@ LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
-      AND ts >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
+      AND ts >= ${window_end} - INTERVAL '30 days'
     GROUP BY player
 ) e ON e.account = x.account
 WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline

@@ -14,7 +14,7 @@
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
     SELECT game, account, device FROM game_players
-    WHERE started_at >= (SELECT max(window_end) FROM account_features) - INTERVAL '30 days'
+    WHERE started_at >= ${window_end} - INTERVAL '30 days'
 ),
 -- The devices with enough accounts, and those accounts (one read of the window).
 devices AS (

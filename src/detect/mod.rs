@@ -324,11 +324,12 @@ pub async fn evaluate(
         rule: "(session)".into(),
         source,
     })?;
+    let features_end = features_window_end(&ctx).await?;
     let tasks = rules.iter().map(|rule| {
         let task = tokio::spawn(run_rule(
             ctx.clone(),
             rule.clone(),
-            rule.render(overrides),
+            rule.render_at(overrides, features_end),
             window_end,
         ));
         let id = rule.id.clone();
@@ -348,6 +349,29 @@ pub async fn evaluate(
         flags.extend(r?);
     }
     Ok(merge_same_flag(flags))
+}
+
+/// The end of the features' windows in the session's snapshot (epoch ms; `None` without
+/// features), what [`rules::WINDOW_END_QUERY`] reads: the rules get it as a literal.
+async fn features_window_end(
+    ctx: &datafusion::prelude::SessionContext,
+) -> Result<Option<i64>, DetectError> {
+    let q = |source| DetectError::Query {
+        rule: "(window end)".into(),
+        source,
+    };
+    let sql = format!(
+        "SELECT CAST({} AS BIGINT) AS end_ms",
+        rules::WINDOW_END_QUERY
+    );
+    let batches = ctx.sql(&sql).await.map_err(q)?.collect().await.map_err(q)?;
+    let mut end = None;
+    for b in &batches {
+        let c = arrow::compute::cast(b.column(0), &DataType::Int64)?;
+        let c = c.as_primitive::<arrow::datatypes::Int64Type>();
+        end = end.or((0..c.len()).find(|&i| !c.is_null(i)).map(|i| c.value(i)));
+    }
+    Ok(end)
 }
 
 /// One rule's query on the session, into flags.

@@ -16,7 +16,10 @@
 //! `account`, `window` and `score`; optionally `severity`, `action`, `refs`
 //! (a list of `game:seq` strings), `first_seen`, `last_seen`; every other
 //! column is kept as evidence. `${name}` in the SQL is replaced by the
-//! parameter's value.
+//! parameter's value, and `${window_end}` by the end of the features' windows
+//! (the latest `window_end` of `account_features`): a literal time when detection
+//! runs, so that the planner prunes what lies outside a rule's window
+//! ([`Rule::render_at`]), the subquery that reads it otherwise.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -125,8 +128,22 @@ impl Rule {
         })
     }
 
-    /// The SQL with parameters substituted (`overrides` first, then defaults).
+    /// The SQL with parameters substituted (`overrides` first, then defaults), and
+    /// `${window_end}` the subquery [`WINDOW_END_QUERY`].
     pub fn render(&self, overrides: &BTreeMap<String, String>) -> String {
+        self.render_at(overrides, None)
+    }
+
+    /// [`Rule::render`], with `${window_end}` the literal time `window_end_ms` (epoch ms) when
+    /// given. It must be the value [`WINDOW_END_QUERY`] reads from the same snapshot: the rule
+    /// then means the same, and the planner knows its window's bounds, so it prunes the `date`
+    /// partitions, files and row groups outside them (a subquery's value is only known when the
+    /// query runs, after the files to read were chosen).
+    pub fn render_at(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        window_end_ms: Option<i64>,
+    ) -> String {
         let mut sql = self.sql.clone();
         for p in &self.params {
             let v = overrides
@@ -134,7 +151,11 @@ impl Rule {
                 .unwrap_or(&p.default);
             sql = sql.replace(&format!("${{{}}}", p.name), v);
         }
-        sql
+        let end = match window_end_ms {
+            Some(ms) => format!("to_timestamp_millis({ms})"),
+            None => WINDOW_END_QUERY.to_string(),
+        };
+        sql.replace("${window_end}", &end)
     }
 
     /// A digest of the rule text, recorded with its flags.
@@ -144,6 +165,9 @@ impl Rule {
         crate::lake::hex(&d[..6])
     }
 }
+
+/// What `${window_end}` stands for in a rule: the end of the features' windows.
+pub const WINDOW_END_QUERY: &str = "(SELECT max(window_end) FROM account_features)";
 
 /// The default rules directory (relative to the working directory).
 pub const DEFAULT_DIR: &str = "queries/detect";
@@ -250,6 +274,20 @@ mod tests {
         o.insert("x.n".to_string(), "5".to_string());
         assert_eq!(r.render(&o).trim(), "SELECT 5 AS score");
         assert!(Rule::parse(Path::new("y.sql"), "-- id: y\nSELECT 1").is_err());
+        let w = Rule::parse(
+            Path::new("w.sql"),
+            "-- id: w\n-- title: W\n-- catches: a\n-- why: c\n-- severity: low\n-- action: review\nSELECT ${window_end} AS e",
+        )
+        .unwrap();
+        assert_eq!(
+            w.render(&BTreeMap::new()).trim(),
+            format!("SELECT {WINDOW_END_QUERY} AS e")
+        );
+        assert_eq!(
+            w.render_at(&BTreeMap::new(), Some(1_795_132_770_882))
+                .trim(),
+            "SELECT to_timestamp_millis(1795132770882) AS e"
+        );
     }
 
     #[test]
