@@ -259,22 +259,30 @@ pub fn sql_text(lake: &Path, query: &str) -> Vec<Vec<String>> {
         let guard = vigie::sql::Guard::open(&Lake::open(lake).expect("lake"), Default::default())
             .await
             .expect("sql session");
-        let mut out = Vec::new();
-        for b in guard.query(query, "test").await.expect("query") {
-            let fmts: Vec<_> = b
-                .columns()
-                .iter()
-                .map(|c| {
-                    arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
-                        .expect("formatter")
-                })
-                .collect();
-            for i in 0..b.num_rows() {
-                out.push(fmts.iter().map(|f| f.value(i).to_string()).collect());
-            }
-        }
-        out
+        let batches = guard.query(query, "test").await.expect("query");
+        batch_text(&batches, &Default::default())
     })
+}
+
+/// Batches' rows, every value as text (`opts` says how, e.g. how a null shows).
+pub fn batch_text(
+    batches: &[RecordBatch],
+    opts: &arrow::util::display::FormatOptions,
+) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let fmts: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| {
+                arrow::util::display::ArrayFormatter::try_new(c.as_ref(), opts).expect("formatter")
+            })
+            .collect();
+        for i in 0..b.num_rows() {
+            out.push(fmts.iter().map(|f| f.value(i).to_string()).collect());
+        }
+    }
+    out
 }
 
 /// The first value of the first row of a query.
@@ -301,21 +309,10 @@ pub const REFUSED_SQL: [&str; 9] = [
 
 /// A table's rows as sorted text, every column shown (content comparison independent of files).
 pub fn table_rows(lake: &Path, table: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for b in read_table(lake, table) {
-        for i in 0..b.num_rows() {
-            let row: Vec<String> = b
-                .columns()
-                .iter()
-                .map(|c| {
-                    arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
-                        .map(|f| f.value(i).to_string())
-                        .unwrap_or_default()
-                })
-                .collect();
-            out.push(row.join("|"));
-        }
-    }
+    let mut out: Vec<String> = batch_text(&read_table(lake, table), &Default::default())
+        .into_iter()
+        .map(|row| row.join("|"))
+        .collect();
     out.sort();
     out
 }

@@ -325,21 +325,12 @@ fn every_rule_flags_its_case_and_not_the_look_alike() {
 
 /// A query's rows as sorted lines (rules do not order their rows).
 async fn sorted_rows(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Vec<String> {
-    use arrow::util::display::{ArrayFormatter, FormatOptions};
     let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-    let opts = FormatOptions::default().with_null("NULL");
-    let mut rows = Vec::new();
-    for b in &batches {
-        let cols: Vec<ArrayFormatter> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
-            .collect();
-        for i in 0..b.num_rows() {
-            let cells: Vec<String> = cols.iter().map(|f| f.value(i).to_string()).collect();
-            rows.push(cells.join("|"));
-        }
-    }
+    let opts = arrow::util::display::FormatOptions::default().with_null("NULL");
+    let mut rows: Vec<String> = crate::common::batch_text(&batches, &opts)
+        .into_iter()
+        .map(|row| row.join("|"))
+        .collect();
     rows.sort();
     rows
 }
