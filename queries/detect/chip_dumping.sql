@@ -52,9 +52,8 @@ t AS (
 seats AS (
     SELECT g.account, g.opponent, g.stake
     FROM game_players g
-    CROSS JOIN (SELECT max(window_end) AS window_end FROM pair_features WHERE "window" = '30d') w
     WHERE g.opponent IS NOT NULL
-      AND g.started_at >= w.window_end - INTERVAL '30 days' AND g.started_at <= w.window_end
+      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
 ),
 platform_stakes AS (
     SELECT stake, count(*) AS n FROM seats GROUP BY stake

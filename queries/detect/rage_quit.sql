@@ -54,7 +54,8 @@ tested AS (
            binomial_at_least(abandons_losing, greatest(losses, abandons_losing),
                              greatest(platform_sound_share, own_other_rate * losing_factor)) AS p_value
     FROM t
-)
+),
+hits AS (SELECT * FROM tested x WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline)
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
        x.abandons_losing, x.abandons_other, x.losses, x.games, x.abandon_share,
@@ -64,12 +65,12 @@ SELECT x.account, x."window",
        ${min_abandons} AS min__abandons_losing, ${max_p} AS max__p_value,
        ${min_ratio} AS min__ratio_to_baseline,
        e.refs, e.first_seen, e.last_seen
-FROM tested x
+FROM hits x
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
       AND ts >= ${window_end} - INTERVAL '30 days'
+      AND player IN (SELECT account FROM hits)
     GROUP BY player
 ) e ON e.account = x.account
-WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline

@@ -40,7 +40,8 @@ tested AS (
            binomial_at_least(decisive_timeouts_losing, greatest(losses, decisive_timeouts_losing),
                              greatest(platform_timeout_loss_share, own_other_rate)) AS p_value
     FROM t
-)
+),
+hits AS (SELECT * FROM tested x WHERE x.p_value <= ${max_p} AND x.timeout_loss_share >= ${min_ratio} * x.baseline)
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
        x.decisive_timeouts_losing, x.decisive_timeouts_other, x.timeouts_losing, x.timeouts, x.losses,
@@ -50,12 +51,12 @@ SELECT x.account, x."window",
        ${min_timeouts} AS min__decisive_timeouts_losing, ${max_p} AS max__p_value,
        ${min_ratio} AS min__ratio_to_baseline,
        e.refs, e.first_seen, e.last_seen
-FROM tested x
+FROM hits x
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
            min(ts) AS first_seen, max(ts) AS last_seen
     FROM departures WHERE event = 'timeout' AND losing AND decisive
       AND ts >= ${window_end} - INTERVAL '30 days'
+      AND player IN (SELECT account FROM hits)
     GROUP BY player
 ) e ON e.account = x.account
-WHERE x.p_value <= ${max_p} AND x.timeout_loss_share >= ${min_ratio} * x.baseline
