@@ -19,8 +19,8 @@ pub struct StreamArgs {
     /// Seconds between two looks at the directory (and so between commits).
     #[arg(long, default_value_t = 1.0)]
     commit_interval: f64,
-    /// Least seconds between the starts of two detection runs.
-    #[arg(long, default_value_t = 1.0)]
+    /// Least seconds between the starts of two detection runs (0: as soon as a replay lands).
+    #[arg(long, default_value_t = 0.0)]
     detect_interval: f64,
     /// Detection rules directory.
     #[arg(long, default_value = "queries/detect")]

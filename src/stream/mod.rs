@@ -10,9 +10,13 @@
 //!
 //! After a commit, the incremental replay replays the games with new events
 //! (open games up to their last event; they are revisited as they grow), and
-//! detection runs again (at most every `detect_interval`), so findings and
-//! flags follow the logs within seconds. Small files are compacted into one
-//! per partition in separate commits; readers see a snapshot, never a row
+//! detection runs again (at most every `detect_interval`, by default as soon as
+//! the replay is done), so findings and flags follow the logs within seconds.
+//! The replay thread pulls: before a pass that takes commits which waited while
+//! the last one ran, it has the commit thread commit what is written at once,
+//! so the pass starts with everything written until it began. Small files are
+//! compacted into one per partition in separate commits, on a thread of their
+//! own at the lowest priority; readers see a snapshot, never a row
 //! twice or missing (the replaced files stay readable until their grace
 //! period ends). `POST /ingest` ([`push`]) feeds the same path from servers
 //! that push instead of writing files.
@@ -22,7 +26,7 @@ pub mod push;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -118,7 +122,7 @@ impl StreamOptions {
             follow,
             commit_interval: Duration::from_secs(1),
             rules_dir,
-            detect_interval: Duration::from_secs(1),
+            detect_interval: Duration::ZERO,
             compact_min_files: 32,
             once: false,
             threads: std::thread::available_parallelism()
@@ -414,14 +418,26 @@ pub fn run(
     }
     let (tx, rx) = std::sync::mpsc::channel::<Wake>();
     let followed = AtomicBool::new(false);
-    let (ingested, derived, analysed) = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| derive_loop(lake, opts, rx));
+    let pull = AtomicU64::new(0);
+    // Compaction while following runs on a thread of its own (never between two passes), one
+    // call at a time with the last pass's (`compacting`).
+    let compacting = std::sync::Mutex::new(());
+    let (compact_tx, compact_rx) = std::sync::mpsc::channel::<()>();
+    let (ingested, derived, analysed, compacted) = std::thread::scope(|scope| {
+        let compactor = (!opts.once).then(|| {
+            let compacting = &compacting;
+            scope.spawn(move || compact_loop(lake, opts, compact_rx, compacting))
+        });
+        let compact_tx = compactor.as_ref().map(|_| compact_tx);
+        let compacting = &compacting;
+        let pull = &pull;
+        let worker = scope.spawn(move || derive_loop(lake, opts, rx, pull, compact_tx, compacting));
         let analyser = opts.analysis.as_ref().filter(|_| !opts.once).map(|a| {
             let tx = tx.clone();
             let followed = &followed;
             scope.spawn(move || analysis_loop(lake, a, followed, &tx))
         });
-        let ingested = ingest_loop(lake, opts, stop, &tx);
+        let ingested = ingest_loop(lake, opts, stop, &tx, pull);
         // The analysis ends its round (its last commit is seen by the last pass).
         followed.store(true, Ordering::Relaxed);
         let analysed = analyser
@@ -440,7 +456,16 @@ pub fn run(
         let _ = tx.send(Wake::Finish);
         drop(tx);
         let derived = worker.join().unwrap_or(Err(StreamError::DeriveStopped));
-        (ingested, derived, analysed)
+        // The replay thread's end dropped the compaction requests: the compactor ends too.
+        let compacted = compactor
+            .map(|c| {
+                c.join().unwrap_or_else(|_| {
+                    tracing::error!("the compaction thread panicked");
+                    StreamReport::default()
+                })
+            })
+            .unwrap_or_default();
+        (ingested, derived, analysed, compacted)
     });
     let (mut report, derived) = match (ingested, derived) {
         (Ok(r), Ok(d)) => (r, d),
@@ -450,37 +475,77 @@ pub fn run(
     report.replays = derived.replays;
     report.detections = derived.detections;
     report.detect_errors = derived.detect_errors;
-    report.compactions = derived.compactions;
-    report.files_compacted = derived.files_compacted;
+    report.compactions = derived.compactions + compacted.compactions;
+    report.files_compacted = derived.files_compacted + compacted.files_compacted;
     report.files_vacuumed = derived.files_vacuumed;
     report.analysis_rounds = analysed.analysis_rounds;
     report.games_analysed = analysed.games_analysed;
     report.analysis_errors = analysed.analysis_errors;
-    report.last_version = report.last_version.max(derived.last_version);
+    report.last_version = report
+        .last_version
+        .max(derived.last_version)
+        .max(compacted.last_version);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
 
 /// Messages to the replay thread.
 enum Wake {
-    /// A commit landed.
-    Committed,
+    /// A commit landed, at that instant.
+    Committed(Instant),
+    /// The commit thread looked (and committed what it found) after the replay thread's pull
+    /// request of this number.
+    Looked(u64),
     /// The background analysis committed: detection is due again.
     Analysed,
     /// No more commits: run a last forced pass and stop.
     Finish,
 }
 
+/// The messages a pass of the replay thread takes.
+#[derive(Default)]
+struct Taken {
+    commits: u64,
+    /// When the newest of those commits landed.
+    newest: Option<Instant>,
+    analysed: bool,
+    finish: bool,
+}
+
+impl Taken {
+    fn take(&mut self, m: Wake) {
+        match m {
+            Wake::Committed(at) => {
+                self.commits += 1;
+                self.newest = self.newest.max(Some(at));
+            }
+            Wake::Looked(_) => {}
+            Wake::Analysed => self.analysed = true,
+            Wake::Finish => self.finish = true,
+        }
+    }
+}
+
+/// A pass pulls a fresh commit when the newest commit it takes is older than this (a commit
+/// that woke an idle replay thread is fresh: no pull, no second tiny commit).
+const PULL_AGE: Duration = Duration::from_millis(100);
+
+/// The commit thread: a look at the directory and a commit of what changed, every
+/// `commit_interval`, or at once when the replay thread pulls (`pull`, the number of its latest
+/// request; each look answers the requests made before it began with [`Wake::Looked`]).
 fn ingest_loop(
     lake: &Lake,
     opts: &StreamOptions,
     stop: &AtomicBool,
     tx: &std::sync::mpsc::Sender<Wake>,
+    pull: &AtomicU64,
 ) -> Result<StreamReport, StreamError> {
     let mut report = StreamReport::default();
     let mut follower = Follower::default();
+    let mut served = 0u64;
     loop {
         let tick = Instant::now();
+        let requested = pull.load(Ordering::Acquire);
         let changed = follower.changed(&opts.follow)?;
         let mut committed = false;
         if !changed.is_empty() {
@@ -495,7 +560,7 @@ fn ingest_loop(
                         report.last_version = Some(v);
                         committed = true;
                         tracing::debug!(version = v, lines = r.lines_read, "stream commit");
-                        if tx.send(Wake::Committed).is_err() {
+                        if tx.send(Wake::Committed(Instant::now())).is_err() {
                             return Err(StreamError::DeriveStopped);
                         }
                     }
@@ -519,19 +584,98 @@ fn ingest_loop(
                 Err(e) => return Err(e),
             }
         }
+        if requested > served {
+            served = requested;
+            if tx.send(Wake::Looked(served)).is_err() {
+                return Err(StreamError::DeriveStopped);
+            }
+        }
         if (opts.once && !committed) || stop.load(Ordering::Relaxed) {
             return Ok(report);
         }
-        // Sleep out the interval, waking for a stop request.
-        while tick.elapsed() < opts.commit_interval && !stop.load(Ordering::Relaxed) {
+        // Sleep out the interval (from this commit, or from this look when it found nothing),
+        // waking for a stop request or a pull.
+        let since = if committed { Instant::now() } else { tick };
+        while since.elapsed() < opts.commit_interval
+            && !stop.load(Ordering::Relaxed)
+            && pull.load(Ordering::Acquire) <= served
+        {
             std::thread::sleep(
                 opts.commit_interval
-                    .saturating_sub(tick.elapsed())
-                    .min(Duration::from_millis(50)),
+                    .saturating_sub(since.elapsed())
+                    .min(Duration::from_millis(10)),
             );
         }
         if stop.load(Ordering::Relaxed) {
             return Ok(report);
+        }
+    }
+}
+
+/// One compaction call, counted in `report` and timed in the debug log.
+fn compact_once(
+    lake: &Lake,
+    opts: &StreamOptions,
+    budget: Option<u64>,
+    report: &mut StreamReport,
+) -> Result<(), StreamError> {
+    let started = Instant::now();
+    let c = compact::compact(lake, opts.compact_min_files, budget)?;
+    if c.files_removed > 0 {
+        tracing::debug!(
+            files = c.files_removed,
+            rows = c.rows,
+            ms = started.elapsed().as_millis() as u64,
+            "stream compaction"
+        );
+        report.compactions += 1;
+        report.files_compacted += c.files_removed;
+        report.last_version = c.version.or(report.last_version);
+    }
+    Ok(())
+}
+
+/// The compaction thread: a bounded compaction (`compact::PASS_BYTES`) each time the replay
+/// thread asks (requests made meanwhile count once), until it stops asking. Its commits remove
+/// only closed files that no pass is writing, so a pass goes on meanwhile instead of waiting
+/// (a compaction of 32 MiB takes about a second on a small machine, and used to be added to
+/// the flag latency of everything that arrived during it). A conflict with a concurrent commit
+/// or a failed call is logged and tried again at the next request: compaction never stops the
+/// stream, and the last pass compacts what is left.
+fn compact_loop(
+    lake: &Lake,
+    opts: &StreamOptions,
+    rx: std::sync::mpsc::Receiver<()>,
+    compacting: &std::sync::Mutex<()>,
+) -> StreamReport {
+    let mut report = StreamReport::default();
+    lower_priority();
+    while rx.recv().is_ok() {
+        while rx.try_recv().is_ok() {}
+        let _one = compacting.lock().unwrap_or_else(|p| p.into_inner());
+        match compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report) {
+            Ok(()) => {}
+            Err(StreamError::Lake(LakeError::Conflict(c))) => {
+                tracing::debug!(conflict = %c, "compaction met a concurrent commit; tried again later");
+            }
+            Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
+        }
+    }
+    report
+}
+
+/// Lowers the calling thread's scheduling priority to the nicest (Linux: `setpriority` on the
+/// thread id; elsewhere nothing): the compaction thread then runs on what the passes leave idle.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain system calls on the calling thread's own id, with no pointer arguments.
+        let done = unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19)
+        };
+        if done != 0 {
+            tracing::debug!("the compaction thread keeps its priority (setpriority failed)");
         }
     }
 }
@@ -593,10 +737,16 @@ fn analysis_loop(
 }
 
 /// The replay thread: replay, detection when due, compaction now and then, vacuum every hour.
+/// A pass that takes commits which waited while the last pass ran first pulls (`pull`): the
+/// commit thread looks and commits at once, so the pass starts with everything written until
+/// it began instead of what the last interval's commit held.
 fn derive_loop(
     lake: &Lake,
     opts: &StreamOptions,
     rx: std::sync::mpsc::Receiver<Wake>,
+    pull: &AtomicU64,
+    compactor: Option<std::sync::mpsc::Sender<()>>,
+    compacting: &std::sync::Mutex<()>,
 ) -> Result<StreamReport, StreamError> {
     let mut report = StreamReport::default();
     let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
@@ -607,39 +757,54 @@ fn derive_loop(
         // Wait for a commit (or for a waiting detection run to be due), then take every message waiting.
         let wait = derive
             .detection_wait()
-            .unwrap_or(opts.detect_interval)
+            .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(20));
         let first = match rx.recv_timeout(wait) {
             Ok(m) => Some(m),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Wake::Finish),
         };
-        let mut commits = 0u64;
+        let mut taken = Taken::default();
         for m in first.into_iter().chain(rx.try_iter()) {
-            match m {
-                Wake::Committed => commits += 1,
-                Wake::Analysed => derive.detect_due = true,
-                Wake::Finish => finish = true,
+            taken.take(m);
+        }
+        // Commits that waited while the last pass ran: pull what was written since, and wait
+        // (at most a commit interval) for the commit thread's look.
+        if !taken.finish && taken.newest.is_some_and(|t| t.elapsed() >= PULL_AGE) {
+            let request = pull.fetch_add(1, Ordering::AcqRel) + 1;
+            let deadline = Instant::now() + opts.commit_interval;
+            while !taken.finish {
+                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(Wake::Looked(n)) if n >= request => break,
+                    Ok(m) => taken.take(m),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => taken.finish = true,
+                }
             }
         }
+        let commits = taken.commits;
+        finish = taken.finish;
+        derive.detect_due |= taken.analysed;
         since_compaction += commits;
+        // The last pass waits for the compaction call under way and keeps the compaction thread
+        // out, so that none of its commits races the last replay's.
+        let last = finish.then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
         let pass = derive.run(lake, finish, &mut report).and_then(|()| {
             if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
                 since_compaction = 0;
-                // A bounded slice while following; everything left on the last pass.
-                let budget = (!finish).then_some(compact::PASS_BYTES);
-                let started = Instant::now();
-                let c = compact::compact(lake, opts.compact_min_files, budget)?;
-                if c.files_removed > 0 {
-                    tracing::debug!(
-                        files = c.files_removed,
-                        rows = c.rows,
-                        ms = started.elapsed().as_millis() as u64,
-                        "stream compaction"
-                    );
-                    report.compactions += 1;
-                    report.files_compacted += c.files_removed;
-                    report.last_version = c.version.or(report.last_version);
+                match (&compactor, finish) {
+                    // While following: a bounded slice, on the compaction thread.
+                    (Some(c), false) => {
+                        let _ = c.send(());
+                    }
+                    // The last pass (and `--once`): everything left, here.
+                    _ => {
+                        let _one = last
+                            .is_none()
+                            .then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
+                        let budget = (!finish).then_some(compact::PASS_BYTES);
+                        compact_once(lake, opts, budget, &mut report)?;
+                    }
                 }
             }
             // Vacuum: hourly while following, and on the way out.
