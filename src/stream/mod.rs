@@ -848,6 +848,58 @@ mod tests {
     }
 
     #[test]
+    fn a_pull_commits_what_is_written_without_waiting_for_the_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let follow = dir.path().join("logs");
+        std::fs::create_dir_all(&follow).unwrap();
+        let sample = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/server-logs/sample.jsonl"
+        ))
+        .unwrap();
+        let lines: Vec<&str> = sample.lines().collect();
+        let (first, rest) = lines.split_at(lines.len() / 2);
+        let log = follow.join("srv-01.jsonl");
+        std::fs::write(&log, first.join("\n") + "\n").unwrap();
+        let lake = Lake::open(dir.path().join("lake")).unwrap();
+        // An hour between two commits: only a pull commits the second half in this test.
+        let mut opts = StreamOptions::new(follow, PathBuf::from("unused"));
+        opts.commit_interval = Duration::from_secs(3600);
+        let (stop, pull) = (AtomicBool::new(false), AtomicU64::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let wait = Duration::from_secs(120);
+        let report = std::thread::scope(|s| {
+            let ingest = s.spawn(|| ingest_loop(&lake, &opts, &stop, &tx, &pull));
+            // The first look commits the first half.
+            assert!(matches!(rx.recv_timeout(wait), Ok(Wake::Committed(_))));
+            let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+            std::io::Write::write_all(&mut file, (rest.join("\n") + "\n").as_bytes()).unwrap();
+            drop(file);
+            pull.fetch_add(1, Ordering::AcqRel);
+            // The look that answers the request commits the rest before it says so.
+            let mut committed = 0;
+            loop {
+                match rx.recv_timeout(wait).unwrap() {
+                    Wake::Committed(_) => committed += 1,
+                    Wake::Looked(n) => {
+                        assert_eq!(n, 1);
+                        break;
+                    }
+                    Wake::Analysed | Wake::Finish => panic!("not sent by the commit thread"),
+                }
+            }
+            assert_eq!(committed, 1);
+            stop.store(true, Ordering::Relaxed);
+            ingest.join().unwrap().unwrap()
+        });
+        assert_eq!(report.commits, 2);
+        assert_eq!(
+            report.lines_valid + report.lines_quarantined,
+            lines.len() as u64
+        );
+    }
+
+    #[test]
     fn a_failing_rule_leaves_the_flags_and_is_retried_until_the_last_pass() {
         let dir = tempfile::tempdir().unwrap();
         let sample = concat!(
