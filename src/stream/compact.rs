@@ -178,11 +178,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let logs = dir.path().join("logs");
         std::fs::create_dir_all(&logs).unwrap();
-        let sample = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/server-logs/sample.jsonl"
-        ))
-        .unwrap();
+        let sample = crate::stream::tests::sample_text();
         let lines: Vec<&str> = sample.lines().collect();
         let lake = Lake::open(dir.path().join("lake")).unwrap();
         let file = logs.join("s.jsonl");

@@ -847,16 +847,21 @@ mod tests {
         assert!(StreamAnalysis::new(0.0, 50_000, 0.05).share > 0.0);
     }
 
+    /// The committed sample log (40 clean games), as text.
+    pub(super) fn sample_text() -> String {
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/server-logs/sample.jsonl"
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn a_pull_commits_what_is_written_without_waiting_for_the_interval() {
         let dir = tempfile::tempdir().unwrap();
         let follow = dir.path().join("logs");
         std::fs::create_dir_all(&follow).unwrap();
-        let sample = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/server-logs/sample.jsonl"
-        ))
-        .unwrap();
+        let sample = sample_text();
         let lines: Vec<&str> = sample.lines().collect();
         let (first, rest) = lines.split_at(lines.len() / 2);
         let log = follow.join("srv-01.jsonl");
