@@ -401,9 +401,10 @@ fn resident_mib() -> Option<u64> {
 
 /// Follows `opts.follow` until `stop` is set (or, with `once`, until caught up).
 ///
-/// Two threads: this one looks and commits every interval; a second one
-/// replays, detects and compacts whenever commits are waiting, so a slow
-/// detection run never delays the next commit.
+/// Three threads (four with the background analysis): this one looks and commits every interval (or at once when
+/// the second pulls); a second one replays and detects whenever commits are
+/// waiting, so a slow detection run never delays the next commit; a third
+/// compacts when the second asks (not with `once`, whose passes compact).
 pub fn run(
     lake: &Lake,
     opts: &StreamOptions,
@@ -736,7 +737,8 @@ fn analysis_loop(
     report
 }
 
-/// The replay thread: replay, detection when due, compaction now and then, vacuum every hour.
+/// The replay thread: replay, detection when due, compaction asked for now and then (done here
+/// on the last pass and with `--once`), vacuum every hour.
 /// A pass that takes commits which waited while the last pass ran first pulls (`pull`): the
 /// commit thread looks and commits at once, so the pass starts with everything written until
 /// it began instead of what the last interval's commit held.
@@ -786,9 +788,9 @@ fn derive_loop(
         finish = taken.finish;
         derive.detect_due |= taken.analysed;
         since_compaction += commits;
-        // The last pass waits for the compaction call under way and keeps the compaction thread
-        // out, so that none of its commits races the last replay's.
-        let last = finish.then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
+        // The last pass waits for the compaction thread's call under way and keeps it out, so
+        // that none of its commits races the last replay's (with `--once` there is no such thread).
+        let _last = finish.then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
         let pass = derive.run(lake, finish, &mut report).and_then(|()| {
             if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
                 since_compaction = 0;
@@ -799,9 +801,6 @@ fn derive_loop(
                     }
                     // The last pass (and `--once`): everything left, here.
                     _ => {
-                        let _one = last
-                            .is_none()
-                            .then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
                         let budget = (!finish).then_some(compact::PASS_BYTES);
                         compact_once(lake, opts, budget, &mut report)?;
                     }

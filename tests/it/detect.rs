@@ -358,7 +358,10 @@ fn rules_return_the_same_rows_with_their_window_end_as_a_literal() {
         .unwrap();
         let end = sorted_rows(
             &ctx,
-            "SELECT CAST(max(window_end) AS BIGINT) FROM account_features",
+            &format!(
+                "SELECT CAST({} AS BIGINT)",
+                vigie::detect::rules::WINDOW_END_QUERY
+            ),
         )
         .await;
         let end: i64 = end[0].parse().unwrap();
