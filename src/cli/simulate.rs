@@ -15,6 +15,11 @@ pub struct SimulateArgs {
     out: PathBuf,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Seed of the accounts (default: --seed). Give an earlier run's seed, and a --start after its
+    /// window, to simulate the next days of the same platform: the same accounts and behaviours,
+    /// new games.
+    #[arg(long)]
+    population_seed: Option<u64>,
     #[arg(long, default_value_t = 3)]
     days: u32,
     #[arg(long, default_value_t = 2000)]
@@ -70,6 +75,7 @@ impl SimulateArgs {
         let Self {
             out,
             seed,
+            population_seed,
             days,
             games_per_day,
             accounts,
@@ -92,6 +98,7 @@ impl SimulateArgs {
         };
         if !sample {
             opts.seed = seed;
+            opts.population_seed = population_seed;
             opts.days = days;
             opts.games_per_day = games_per_day;
             opts.accounts = accounts;

@@ -46,6 +46,11 @@ use rng::Rng;
 pub struct SimOptions {
     /// Seed of every random choice (default 1).
     pub seed: u64,
+    /// Seed of the accounts only (default: `seed`). The seed of an earlier run continues its
+    /// population (the same accounts, behaviours, ips and devices) in a later window, with games,
+    /// game ids and platform seeds of this run's own `seed`: the platform's next days.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population_seed: Option<u64>,
     /// First day of the window, `YYYY-MM-DD` (default `2026-11-20`).
     pub start: String,
     /// Days simulated (default 3).
@@ -91,6 +96,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             seed: 1,
+            population_seed: None,
             start: "2026-11-20".to_string(),
             days: 3,
             games_per_day: 2000,
@@ -117,6 +123,7 @@ impl SimOptions {
     pub fn sample() -> SimOptions {
         SimOptions {
             seed: 20_261_128,
+            population_seed: None,
             start: "2026-11-20".to_string(),
             days: 2,
             games_per_day: 40,
@@ -424,7 +431,11 @@ pub fn simulate(
         source,
     })?;
     let counts = BehaviourCounts::for_population(opts.accounts as usize, opts.behaviour_rate);
-    let mut prng = Rng::derive(opts.seed, stream::POPULATION, 0);
+    let mut prng = Rng::derive(
+        opts.population_seed.unwrap_or(opts.seed),
+        stream::POPULATION,
+        0,
+    );
     let pop = Population::generate(&mut prng, opts.accounts as usize, counts, opts.style());
     let mut output = Output::new(
         out,

@@ -87,6 +87,68 @@ fn another_seed_gives_other_bytes() {
     }
 }
 
+/// The accounts of a run's labels, and the game ids of its log lines.
+fn accounts_and_games(files: &[(String, Vec<u8>)]) -> (serde_json::Value, Vec<String>) {
+    let labels = files
+        .iter()
+        .find(|(p, _)| p == "labels.json")
+        .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b))
+        .unwrap_or_else(|| panic!("no labels.json"))
+        .unwrap_or_else(|e| panic!("labels.json: {e}"));
+    let mut games = Vec::new();
+    for (p, bytes) in files {
+        if p.ends_with(".jsonl") {
+            for line in String::from_utf8_lossy(bytes).lines() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line)
+                    && let Some(g) = v.get("game").and_then(|g| g.as_str())
+                {
+                    games.push(g.to_string());
+                }
+            }
+        }
+    }
+    games.sort();
+    games.dedup();
+    (labels["accounts"].clone(), games)
+}
+
+/// `population_seed` continues an earlier run's platform: the same accounts and behaviours,
+/// other games with other ids.
+#[test]
+fn a_population_seed_keeps_the_accounts_and_draws_new_games() {
+    let first = small();
+    let next = SimOptions {
+        seed: 2,
+        population_seed: Some(first.seed),
+        start: "2026-11-22".into(),
+        malformed: 0,
+        ..small()
+    };
+    let (_a, a) = run(&first);
+    let (_b, b) = run(&next);
+    let (_c, c) = run(&SimOptions { seed: 2, ..small() });
+    let (accounts_a, games_a) = accounts_and_games(&a);
+    let (accounts_b, games_b) = accounts_and_games(&b);
+    let (accounts_c, _) = accounts_and_games(&c);
+    assert!(
+        accounts_a.as_array().is_some_and(|v| v.len() == 120),
+        "{accounts_a}"
+    );
+    assert_eq!(
+        accounts_a, accounts_b,
+        "the continued run has other accounts"
+    );
+    assert_ne!(
+        accounts_a, accounts_c,
+        "seed 2 alone drew the same accounts"
+    );
+    assert!(games_a.len() > 100 && games_b.len() > 100);
+    assert!(
+        games_b.iter().all(|g| games_a.binary_search(g).is_err()),
+        "a game id of the first run comes back in the continued run"
+    );
+}
+
 #[test]
 fn invalid_options_are_typed_errors() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
