@@ -937,6 +937,7 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
             if version % CHECKPOINT_INTERVAL == 0 && v == latest {
                 let meta = latest_metadata(root, t, version, metas.remove(t))?;
                 write_checkpoint(root, t, version, &state, &meta.action)?;
+                mark_verified(lake, t, version);
                 metas.insert(t.to_owned(), meta);
                 report.checkpoints += 1;
             }
@@ -1018,6 +1019,7 @@ fn evolve(
         report.evolved.push(t.clone());
         if version % CHECKPOINT_INTERVAL == 0 && h.vigie == state.version {
             write_checkpoint(root, t, version, state, &new.action)?;
+            mark_verified(lake, t, version);
             report.checkpoints += 1;
         }
         metas.insert(t.clone(), new);
@@ -1367,9 +1369,22 @@ fn write_checkpoint(
     super::fsync_dir(&dir)
 }
 
+/// Records that checkpoint `version` of `table` was written or checked by this process.
+fn mark_verified(lake: &Lake, table: &str, version: u64) {
+    let mut done = lake
+        .checkpoints_verified
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let v = done.entry(table.to_owned()).or_insert(version);
+    *v = (*v).max(version);
+}
+
 /// Checks the newest checkpoint of every table against Vigie's state at the version it names
 /// (a writer does this before it changes anything): a checkpoint that lists other files than
-/// Vigie committed is an error naming the table and version.
+/// Vigie committed is an error naming the table and version. A checkpoint is written once and
+/// never changes, so one this process wrote or already checked is not read again (a long-lived
+/// writer such as the stream would otherwise read Vigie's state and every table's newest
+/// checkpoint at every commit, a cost that grows with the log).
 pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
     let root = lake.root();
     let mut states: BTreeMap<u64, State> = BTreeMap::new();
@@ -1389,6 +1404,15 @@ pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
         let dir = log_dir(root, &t);
         let (commits, checkpoints) = list_versions(&dir)?;
         let Some(&c) = checkpoints.last() else {
+            continue;
+        };
+        let known = lake
+            .checkpoints_verified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t)
+            .copied();
+        if known == Some(c) {
             continue;
         };
         let commit = commit_file(&dir, c);
@@ -1419,6 +1443,7 @@ pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
                 ),
             ));
         }
+        mark_verified(lake, &t, c);
     }
     Ok(())
 }

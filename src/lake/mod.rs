@@ -108,6 +108,9 @@ pub struct Lake {
     delta_heads: Mutex<BTreeMap<String, delta::Head>>,
     /// The latest `metaData` of each table's Delta log it knows.
     delta_meta: Mutex<BTreeMap<String, delta::TableMeta>>,
+    /// The newest Delta checkpoint of each table this process wrote or checked against Vigie's
+    /// state (a checkpoint is written once and never changes): a writer checks only newer ones.
+    checkpoints_verified: Mutex<BTreeMap<String, u64>>,
 }
 
 /// A committed state of the lake, for readers.
@@ -230,6 +233,7 @@ impl Lake {
             delta_lock: Mutex::new(()),
             delta_heads: Mutex::new(BTreeMap::new()),
             delta_meta: Mutex::new(BTreeMap::new()),
+            checkpoints_verified: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -572,7 +576,14 @@ impl<'a> Writer<'a> {
             }
         }
         let state = self.lake.state()?;
-        for table_dir in self.table_dirs()? {
+        // Only a dead writer's files are removed: with none, the lake's files (its whole history,
+        // and the removed files vacuum has not deleted yet) are not even listed.
+        let table_dirs = if dead.is_empty() {
+            Vec::new()
+        } else {
+            self.table_dirs()?
+        };
+        for table_dir in table_dirs {
             for path in walk_files(&table_dir)? {
                 let name = path
                     .file_name()
