@@ -6,7 +6,9 @@
 //! changes once written (a new version of a table is a new file), so its decoded frame can be kept
 //! and used again as long as the file is live. The cache holds at most its budget of decoded
 //! frames (polars' estimate of their size). It evicts only frames no recent call asked for (files
-//! compacted away, a window that moved on): when the window's live files outgrow the budget, the
+//! compacted away, a window that moved on), and drops them at once rather than when room is needed,
+//! so that the memory it holds follows the live window instead of filling the budget with dead
+//! files: when the window's live files outgrow the budget, the
 //! frames it holds stay and the other files are scanned from disk as before, so a cyclic read of
 //! more than the budget never turns every read into a miss. A file too large to be worth keeping,
 //! or read when this call has already read its share, is scanned from disk too. The frames are the ones the lazy scan reads (the same reader, the same types), so a run
@@ -119,7 +121,22 @@ impl FrameCache {
             self.insert(key.clone(), frame.clone());
             out.frames.push(frame);
         }
+        self.drop_stale();
         Ok(out)
+    }
+
+    /// Drops the frames no call asked for lately: files compacted away or out of the window.
+    fn drop_stale(&mut self) {
+        let tick = self.tick;
+        let mut freed = 0;
+        self.entries.retain(|_, e| {
+            let keep = e.last_used + KEEP_CALLS > tick;
+            if !keep {
+                freed += e.size;
+            }
+            keep
+        });
+        self.used -= freed;
     }
 
     /// Keeps `frame`, the whole new content of `key.table` (a table rewritten at each run, like
@@ -253,27 +270,53 @@ mod tests {
         assert_eq!(c.used(), size * 4);
     }
 
+    /// A Parquet file of `rows` rows in `dir`, keyed as a lake file of table "t".
+    fn parquet_file(dir: &std::path::Path, name: &str, rows: i64) -> (FileKey, PathBuf) {
+        let path = dir.join(name);
+        let mut df = frame(rows);
+        ParquetWriter::new(std::fs::File::create(&path).unwrap())
+            .finish(&mut df)
+            .unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let key = FileKey {
+            table: "t".to_string(),
+            path: path.clone(),
+            bytes,
+        };
+        (key, path)
+    }
+
+    #[test]
+    fn a_frame_no_call_asked_for_lately_is_dropped_though_the_budget_is_not_spent() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, rows: i64| parquet_file(dir.path(), name, rows);
+        let (old, live) = (file("old.parquet", 50), file("live.parquet", 20));
+        let mut c = FrameCache::new(64 << 20);
+        c.frames(&[old.clone(), live.clone()]).unwrap();
+        let both = c.used();
+        assert_eq!(
+            both,
+            frame(50).estimated_size() + frame(20).estimated_size()
+        );
+        // "old" was compacted away: the later calls ask for "live" only.
+        for _ in 1..KEEP_CALLS {
+            c.frames(std::slice::from_ref(&live)).unwrap();
+            assert_eq!(c.used(), both, "dropped before {KEEP_CALLS} calls");
+        }
+        c.frames(std::slice::from_ref(&live)).unwrap();
+        assert_eq!(c.used(), frame(20).estimated_size());
+        assert!(!c.entries.contains_key(&old.0));
+        assert!(c.entries.contains_key(&live.0));
+    }
+
     #[test]
     fn a_file_is_read_once_then_served_from_memory_and_a_full_cache_sends_reads_to_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let mut files = Vec::new();
-        for (i, rows) in [10i64, 20, 30].into_iter().enumerate() {
-            let path = dir.path().join(format!("f{i}.parquet"));
-            let mut df = frame(rows);
-            ParquetWriter::new(std::fs::File::create(&path).unwrap())
-                .finish(&mut df)
-                .unwrap();
-            let bytes = std::fs::metadata(&path).unwrap().len();
-            let table = "t".to_string();
-            files.push((
-                FileKey {
-                    table,
-                    path: path.clone(),
-                    bytes,
-                },
-                path,
-            ));
-        }
+        let files: Vec<(FileKey, PathBuf)> = [10i64, 20, 30]
+            .into_iter()
+            .enumerate()
+            .map(|(i, rows)| parquet_file(dir.path(), &format!("f{i}.parquet"), rows))
+            .collect();
         let mut c = FrameCache::new(64 << 20);
         let first = c.frames(&files).unwrap();
         assert!(first.on_disk.is_empty());

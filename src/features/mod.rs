@@ -998,6 +998,7 @@ pub fn run_scoped(
     let started = std::time::Instant::now();
     let mut writer = lake.writer()?;
     let snapshot = lake.snapshot()?;
+    let snapshot_ms = started.elapsed().as_millis() as u64;
     let replayed = snapshot.state.stage::<crate::replay::run::ReplayStage>()?;
     let end = snapshot
         .state
@@ -1042,6 +1043,7 @@ pub fn run_scoped(
             let players = scan_since(&snapshot, "game_players", Some(oldest), Read::Cached)?
                 .unwrap_or(players)
                 .filter(ms("started_at").gt_eq(lit(oldest)));
+            let window_ms = started.elapsed().as_millis() as u64;
             // Every input an account's row reads, read once and used by every window: its
             // game_players rows, the rows of its opponents in its games (with only the columns
             // pair features read), the devices and ips its opponents used in any two-player
@@ -1051,6 +1053,7 @@ pub fn run_scoped(
                 .clone()
                 .filter(is_in("account").or(is_in("opponent")))
                 .collect()?;
+            let games_ms = started.elapsed().as_millis() as u64;
             let own = games.clone().lazy().filter(is_in("account")).collect()?;
             let mut linked = accounts.clone();
             linked.extend(
@@ -1067,6 +1070,7 @@ pub fn run_scoped(
                 .agg([col("started_at").max()])
                 .collect()?
                 .lazy();
+            let hashes_ms = started.elapsed().as_millis() as u64;
             // Only the window's departures and findings: the windows filter on the same
             // times, and what is older (the lake's whole history) would be read for nothing.
             let departures = scan_ts_since(&snapshot, "departures", oldest, Read::Cached)?
@@ -1074,6 +1078,7 @@ pub fn run_scoped(
                 .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
                 .collect()?
                 .lazy();
+            let departures_ms = started.elapsed().as_millis() as u64;
             let findings = match findings {
                 Some(f) => Some(
                     f.filter(
@@ -1084,6 +1089,15 @@ pub fn run_scoped(
                 ),
                 None => None,
             };
+            tracing::debug!(
+                snapshot_ms,
+                window_ms,
+                games_ms,
+                hashes_ms,
+                departures_ms,
+                findings_ms = started.elapsed().as_millis() as u64,
+                "features reads"
+            );
             let own = own.lazy();
             for days in WINDOWS {
                 account_frames.push(account_window(
