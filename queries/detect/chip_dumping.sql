@@ -54,6 +54,8 @@ seats AS (
     FROM game_players g
     WHERE g.opponent IS NOT NULL
       AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
+      -- A game's partition is its start date: older partitions are not even listed.
+      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
 ),
 platform_stakes AS (
     SELECT stake, count(*) AS n FROM seats GROUP BY stake

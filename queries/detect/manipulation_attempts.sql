@@ -31,6 +31,7 @@ LEFT JOIN (
            min(tamper_first) AS first_seen, max(tamper_last) AS last_seen
     FROM game_players
     WHERE tamper_attempts > 0 AND started_at >= ${window_end} - INTERVAL '30 days'
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
     GROUP BY account
 ) e ON e.account = f.account
 WHERE f."window" = '30d' AND f.tamper_attempts >= ${min_attempts}

@@ -15,6 +15,8 @@
 WITH recent AS (
     SELECT game, account, device FROM game_players
     WHERE started_at >= ${window_end} - INTERVAL '30 days'
+      -- A game's partition is its start date: older partitions are not even listed.
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
 ),
 -- The devices with enough accounts, and those accounts (one read of the window).
 devices AS (
