@@ -1414,7 +1414,7 @@ pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
             .copied();
         if known == Some(c) {
             continue;
-        };
+        }
         let commit = commit_file(&dir, c);
         if !commits.contains(&c) {
             return Err(corrupt(
