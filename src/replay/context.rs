@@ -49,6 +49,9 @@ pub struct GameReplay {
     pub findings: Vec<Finding>,
     /// UTC date (`YYYY-MM-DD`) the game started: the partition of all its rows.
     pub date: String,
+    /// Logged times (epoch ms) by seq of the game's first line, of its seed reveal and of the
+    /// events its findings are about: what [`GameReplay::ts_of`] reads.
+    pub times: BTreeMap<i64, i64>,
     /// Random draws checked (or to check once the seed is revealed).
     pub draws: DrawCounts,
     /// The random outcomes as logged, in seq order (for public verification).
@@ -65,7 +68,18 @@ pub struct DrawCounts {
 }
 
 impl GameReplay {
-    /// Findings as table rows.
+    /// The logged time of event `seq` for a finding about it: the event's own time, or (a finding
+    /// added after the replay about an event whose time was not kept) the time of the latest kept
+    /// event before it, or of the game's first line. `None` only for a game without lines.
+    pub fn ts_of(&self, seq: i64) -> Option<i64> {
+        self.times
+            .range(..=seq)
+            .next_back()
+            .or_else(|| self.times.first_key_value())
+            .map(|(_, &ts)| ts)
+    }
+
+    /// Findings as table rows, each with the time of the event it is about.
     pub fn finding_rows(&self) -> Vec<FindingRow> {
         let (kind, mode) = match &self.game {
             Some(g) => (Some(g.kind.clone()), Some(g.mode.clone())),
@@ -76,7 +90,7 @@ impl GameReplay {
             .map(|f| FindingRow {
                 game: f.game.clone(),
                 seq: f.seq,
-                ts: None,
+                ts: self.ts_of(f.seq).map(crate::lake::record::Ts),
                 kind: kind.clone(),
                 mode: mode.clone(),
                 account: f.account.clone(),
@@ -248,4 +262,27 @@ pub trait Rules {
     /// Called at `game_ended` before the driver compares results: lets the replayer settle
     /// a decision implied by the end (e.g. a Belote match decided at its last deal).
     fn at_end(&mut self, _ev: &Logged, _cx: &mut Cx<'_>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_about_a_seq_without_a_kept_time_takes_the_time_before_it() {
+        let r = GameReplay {
+            times: BTreeMap::from([(0, 1_000), (7, 5_000), (9, 6_000)]),
+            ..GameReplay::default()
+        };
+        assert_eq!(r.ts_of(7), Some(5_000));
+        assert_eq!(r.ts_of(8), Some(5_000));
+        assert_eq!(r.ts_of(20), Some(6_000));
+        // Before the first kept seq (a game whose first line is not seq 0): the first line's.
+        let late = GameReplay {
+            times: BTreeMap::from([(3, 2_000)]),
+            ..GameReplay::default()
+        };
+        assert_eq!(late.ts_of(0), Some(2_000));
+        assert_eq!(GameReplay::default().ts_of(0), None);
+    }
 }

@@ -21,6 +21,35 @@ pub fn replay_game(game: &str, mut lines: Vec<Logged>, ctx: &Context) -> GameRep
     lines.sort_by_key(Logged::seq);
     let mut findings = Vec::new();
     let lines = sequence_checks(game, lines, &mut findings);
+    let mut r = replay_lines(game, &lines, findings, ctx);
+    r.times = times_of(&lines, &r);
+    r
+}
+
+/// The logged times the replay's findings need: of the first line, of the seed reveal and of the
+/// event each finding is about (a seq no line has, a gap, takes the time of the line before it).
+fn times_of(lines: &[Logged], r: &GameReplay) -> BTreeMap<i64, i64> {
+    let at = |seq: i64| {
+        let i = lines.partition_point(|l| l.seq() <= seq);
+        lines.get(i.saturating_sub(1)).map(|l| (seq, l.ts()))
+    };
+    let first = lines.first().map(Logged::seq);
+    let reveal = r.game.as_ref().and_then(|g| g.reveal_seq);
+    first
+        .into_iter()
+        .chain(reveal)
+        .chain(r.findings.iter().map(|f| f.seq))
+        .filter_map(at)
+        .collect()
+}
+
+/// [`replay_game`] after the sequence checks: `lines` in seq order, one per seq.
+fn replay_lines(
+    game: &str,
+    lines: &[Logged],
+    mut findings: Vec<Finding>,
+    ctx: &Context,
+) -> GameReplay {
     let Some(first) = lines.first() else {
         return GameReplay {
             findings,
@@ -135,10 +164,10 @@ pub fn replay_game(game: &str, mut lines: Vec<Logged>, ctx: &Context) -> GameRep
             syntax::format_ts(last.1)
         ));
     }
-    let verdict = fairness::check_game(&lines, ended, revealed, &mut cx);
+    let verdict = fairness::check_game(lines, ended, revealed, &mut cx);
     build(
         game,
-        &lines,
+        lines,
         ended,
         revealed,
         verdict,
@@ -509,5 +538,7 @@ fn build(
         departures: cx.departures,
         findings,
         date,
+        // Filled by [`replay_game`] once the findings are known.
+        times: BTreeMap::new(),
     }
 }

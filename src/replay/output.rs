@@ -110,7 +110,7 @@ impl Outputs {
     /// Gathers every row of one replay.
     pub fn push(&mut self, txn: &mut Txn<'_, '_>, r: GameReplay) -> Result<(), ReplayError> {
         let key = key_of(&r);
-        let findings = finding_rows_with_ts(&r);
+        let findings = r.finding_rows();
         self.push_rows(
             txn,
             key,
@@ -243,27 +243,4 @@ pub struct Parts {
     pub players: Vec<PlayerRow>,
     pub moves: Vec<MoveRow>,
     pub departures: Vec<DepartureRow>,
-}
-
-/// The timestamps of a replay's moves and departures, by seq.
-pub fn event_times(r: &GameReplay) -> BTreeMap<i64, i64> {
-    r.moves
-        .iter()
-        .map(|m| (m.seq, m.ts.0))
-        .chain(r.departures.iter().map(|d| (d.seq, d.ts.0)))
-        .collect()
-}
-
-/// Finding rows of a replay, with the timestamp (from `times`) of the event each is about.
-pub fn finding_rows_at(r: &GameReplay, times: &BTreeMap<i64, i64>) -> Vec<FindingRow> {
-    let mut rows = r.finding_rows();
-    for row in &mut rows {
-        row.ts = times.get(&row.seq).map(|&t| crate::lake::record::Ts(t));
-    }
-    rows
-}
-
-/// Finding rows of a replay, with the timestamp of the event each is about.
-pub fn finding_rows_with_ts(r: &GameReplay) -> Vec<FindingRow> {
-    finding_rows_at(r, &event_times(r))
 }

@@ -34,7 +34,7 @@ row_table! {
         game: String,
         /// Seq of the event the finding is about.
         seq: i64,
-        /// Timestamp of that event.
+        /// Timestamp of that event (of the line before it for a seq no line has: a gap).
         ts: Option<Ts>,
         /// Game kind.
         kind: Option<String>,

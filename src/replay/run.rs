@@ -9,7 +9,7 @@
 //! go to files that are only rewritten in the rare case a closed game gets
 //! new events. The new files, the removals and the checkpoint are one commit.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::path::Path;
 use std::time::Instant;
@@ -22,7 +22,7 @@ use super::finding::{Category, Code, Finding};
 use super::game::{Context, GameReplay, NEVER_ENDED_AFTER_MS};
 use super::index::GameIndex;
 use super::merge::{EventsFile, MergeStats, Replayed, replay_files, replay_jobs, row_groups_of};
-use super::output::{Key, Outputs, Parts, event_times, finding_rows_at, key_of};
+use super::output::{Key, Outputs, Parts, key_of};
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
 use crate::lake::parquet::read_file;
 use crate::lake::tables::TableDef;
@@ -381,7 +381,6 @@ impl KeyUse {
 struct Held {
     key: Key,
     replay: GameReplay,
-    times: BTreeMap<i64, i64>,
 }
 
 /// What the resident index learns of a game: id, closed, last event, commitment, seed.
@@ -472,9 +471,6 @@ impl Collect {
         // The list of draws (for public verification) is not a table.
         r.draw_list = Vec::new();
         let key = key_of(&r);
-        let mut times = event_times(&r);
-        let reveal = r.game.as_ref().and_then(|g| g.reveal_seq);
-        times.retain(|seq, _| Some(*seq) == reveal || r.findings.iter().any(|f| f.seq == *seq));
         let parts = Parts {
             players: std::mem::take(&mut r.players),
             moves: std::mem::take(&mut r.moves),
@@ -482,11 +478,7 @@ impl Collect {
             ..Parts::default()
         };
         out.push_rows(txn, key.clone(), parts)?;
-        self.held.push(Held {
-            key,
-            replay: r,
-            times,
-        });
+        self.held.push(Held { key, replay: r });
         Ok(())
     }
 }
@@ -796,7 +788,7 @@ fn run_scoped(
     let mut players_of: HashMap<String, Vec<String>> = HashMap::new();
     for (h, r) in held.into_iter().zip(replays) {
         col.count(&r);
-        let findings = finding_rows_at(&r, &h.times);
+        let findings = r.finding_rows();
         if period.is_some() {
             for f in &r.findings {
                 if rejudged.contains(&f.game) {

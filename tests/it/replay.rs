@@ -289,6 +289,41 @@ fn wrong_result_and_wrong_payouts() {
     }
 }
 
+#[test]
+fn every_finding_row_has_the_time_of_the_line_it_is_about() {
+    // Findings about lines that are neither moves nor departures (the end, the seed reveal, the line
+    // after a gap) carry the time of that line, so that a window on `ts` holds them.
+    let lines = sample_game("d10-", 1);
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    let mut bad = lines.clone();
+    let result = bad[end]["result"].as_str().unwrap().to_string();
+    bad[end]["result"] = serde_json::Value::from(if result == "white" { "black" } else { "white" });
+    for v in bad.iter_mut().skip(5) {
+        let s = v["seq"].as_i64().unwrap();
+        v["seq"] = serde_json::Value::from(s + 1);
+    }
+    let mut ludo = sample_game("lu-", 0);
+    ludo[0]["commitment"] = serde_json::Value::from("00".repeat(32));
+    let mut codes = Vec::new();
+    for lines in [bad, ludo] {
+        for f in replay_text(&relink(&lines))
+            .values()
+            .flat_map(GameReplay::finding_rows)
+        {
+            let line = lines
+                .iter()
+                .find(|v| v["seq"] == f.seq)
+                .expect("a line at the seq");
+            let ts = vigie::log::syntax::parse_ts(line["ts"].as_str().unwrap()).unwrap();
+            assert_eq!(f.ts.map(|t| t.0), Some(ts), "{} at seq {}", f.code, f.seq);
+            codes.push(f.code);
+        }
+    }
+    for code in ["wrong_result", "commitment_mismatch", "seq_gap"] {
+        assert!(codes.iter().any(|c| c == code), "{codes:?}");
+    }
+}
+
 mod lake {
     use std::path::Path;
 
