@@ -384,21 +384,26 @@ fn scan_since(
     )
 }
 
-/// [`scan`] of the files whose latest `ts` (recorded in the commit log) is at or after `since_ms`,
-/// and of those that record none. Sound for rows filtered on `ts >= since_ms` when `ts` is never
-/// null (`departures`): a file whose latest `ts` is older holds none of them. Unlike
-/// [`scan_since`] it needs no bound on how long a game lasts (a departure's partition is the
-/// date its game started).
+/// [`scan`] of the files that may hold rows of `ts >= since_ms`: those whose latest `ts`
+/// (recorded in the commit log) is at or after it, those that record none, and, when the table's
+/// `ts` may be null, those that hold (or may hold: written before the count was recorded) rows
+/// without a time. Sound for rows filtered on `ts >= since_ms OR ts IS NULL`: a file whose latest
+/// `ts` is older and that holds no null holds none of them. Unlike [`scan_since`] it needs no
+/// bound on how long a game lasts (a departure's or finding's partition is the date its game
+/// started).
 fn scan_ts_since(
     snapshot: &Snapshot,
-    table: &str,
+    def: &crate::lake::tables::TableDef,
     since_ms: i64,
     read: Read,
 ) -> PolarsResult<Option<LazyFrame>> {
+    let nullable = def.columns.iter().any(|c| c.name == "ts" && c.nullable);
     scan_files(
         snapshot,
-        table,
-        |f| f.max_ts.is_none_or(|m| m >= since_ms),
+        def.name,
+        |f| {
+            f.max_ts.is_none_or(|m| m >= since_ms) || (nullable && f.ts_nulls.is_none_or(|n| n > 0))
+        },
         read,
     )
 }
@@ -1013,12 +1018,12 @@ pub fn run_scoped(
     // an empty table of the right shape.
     let no_departures =
         |players: &LazyFrame| empty_like(players, &crate::replay::rows::DepartureRow::def());
-    let findings = scan(&snapshot, "findings")?;
     let scope: Option<Vec<String>> = scope.map(|s| s.iter().cloned().collect());
     let mut account_frames = Vec::new();
     let mut pair_frames = Vec::new();
     match &scope {
         None => {
+            let findings = scan(&snapshot, "findings")?;
             let departures = match scan(&snapshot, "departures")? {
                 Some(d) => d,
                 None => no_departures(&players),
@@ -1073,13 +1078,23 @@ pub fn run_scoped(
             let hashes_ms = started.elapsed().as_millis() as u64;
             // Only the window's departures and findings: the windows filter on the same
             // times, and what is older (the lake's whole history) would be read for nothing.
-            let departures = scan_ts_since(&snapshot, "departures", oldest, Read::Cached)?
-                .unwrap_or_else(|| no_departures(&players))
-                .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
-                .collect()?
-                .lazy();
+            let departures = scan_ts_since(
+                &snapshot,
+                &crate::replay::rows::DepartureRow::def(),
+                oldest,
+                Read::Cached,
+            )?
+            .unwrap_or_else(|| no_departures(&players))
+            .filter(is_in("player").and(ms("ts").gt_eq(lit(oldest))))
+            .collect()?
+            .lazy();
             let departures_ms = started.elapsed().as_millis() as u64;
-            let findings = match findings {
+            let findings = match scan_ts_since(
+                &snapshot,
+                &crate::replay::rows::FindingRow::def(),
+                oldest,
+                Read::Cached,
+            )? {
                 Some(f) => Some(
                     f.filter(
                         is_in("account").and(ms("ts").gt_eq(lit(oldest)).or(col("ts").is_null())),
@@ -1196,7 +1211,9 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<u64, FeaturesError> 
     })?;
     let bytes = ParquetWriter::new(file)
         .with_compression(ParquetCompression::Zstd(None))
-        .with_statistics(StatisticsOptions::full())
+        // Minimum, maximum and null count (what readers prune on); not the distinct counts, which
+        // no reader here uses and which cost a hash of every value at every pass of the stream.
+        .with_statistics(StatisticsOptions::default())
         .finish(df)?;
     Ok(bytes)
 }

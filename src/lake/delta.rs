@@ -1748,6 +1748,7 @@ mod tests {
             min_key: None,
             max_key: None,
             max_ts: None,
+            ts_nulls: None,
             open: false,
             data_added,
         };

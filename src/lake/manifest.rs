@@ -27,6 +27,11 @@ pub struct FileEntry {
     /// Latest event timestamp in the file (epoch ms), for tables that have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ts: Option<i64>,
+    /// Rows whose `ts` is null, for tables that have one (absent in entries written before it was
+    /// recorded: then unknown). A reader that prunes files on [`FileEntry::max_ts`] keeps a file
+    /// that may hold rows without a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts_nulls: Option<u64>,
     /// Derived tables: the file holds rows of games that are still open (rewritten as they grow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub open: bool,
@@ -51,6 +56,7 @@ pub struct FileMeta {
     pub min_key: Option<String>,
     pub max_key: Option<String>,
     pub max_ts: Option<i64>,
+    pub ts_nulls: Option<u64>,
     pub open: bool,
     /// Set by compaction: see [`FileEntry::data_added`].
     pub data_added: Option<u64>,

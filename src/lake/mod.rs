@@ -926,6 +926,7 @@ impl<'w, 'a> Txn<'w, 'a> {
                         min_key: m.min_key.clone(),
                         max_key: m.max_key.clone(),
                         max_ts: m.max_ts,
+                        ts_nulls: m.ts_nulls,
                         open: m.open,
                         data_added: m.data_added,
                     })

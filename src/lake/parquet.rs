@@ -96,6 +96,7 @@ pub fn batch_meta(table: &TableDef, batch: &RecordBatch) -> super::FileMeta {
         .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
     {
         meta.max_ts = arrow::compute::max(ts);
+        meta.ts_nulls = Some(ts.null_count() as u64);
     }
     meta
 }
@@ -162,6 +163,9 @@ fn write_sorted_in(
         }
         meta.max_key = m.max_key;
         meta.max_ts = meta.max_ts.max(m.max_ts);
+        if let Some(n) = m.ts_nulls {
+            meta.ts_nulls = Some(meta.ts_nulls.unwrap_or(0) + n);
+        }
         w.write(&group)?;
     }
     w.close()?;
@@ -245,6 +249,10 @@ mod tests {
             vec![finding("g2", 5), finding("g1", 9), finding("g3", 1)],
             vec![finding("g1", 2), finding("g2", 1)],
             vec![finding("g0", 7), finding("g1", 4), finding("g2", 3)],
+            vec![FindingRow {
+                ts: None,
+                ..finding("g4", 2)
+            }],
         ]
         .iter()
         .map(|rows| FindingRow::to_batch(rows).unwrap())
@@ -257,12 +265,14 @@ mod tests {
         let expected = sort_batch(&merged, def.sort_by).unwrap();
         let read = read_file(&path, None).unwrap();
         let got = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
-        assert_eq!(got.num_rows(), 8);
+        assert_eq!(got.num_rows(), 9);
         assert_eq!(got.columns(), expected.columns());
-        assert_eq!(meta.rows, 8);
+        assert_eq!(meta.rows, 9);
         assert_eq!(meta.min_key.as_deref(), Some("g0"));
-        assert_eq!(meta.max_key.as_deref(), Some("g3"));
+        assert_eq!(meta.max_key.as_deref(), Some("g4"));
         assert_eq!(meta.max_ts, Some(9000));
+        // Counted over the row groups: the one row without a time is in the last.
+        assert_eq!(meta.ts_nulls, Some(1));
         assert_eq!(meta.bytes, std::fs::metadata(&path).unwrap().len());
     }
 }

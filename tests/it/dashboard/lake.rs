@@ -555,6 +555,7 @@ fn overwrite_column(dir: &Path, table: &str, column: &str, value: &str) {
             min_key: f.min_key.clone(),
             max_key: f.max_key.clone(),
             max_ts: f.max_ts,
+            ts_nulls: f.ts_nulls,
             open: f.open,
             data_added: f.data_added,
         };
