@@ -839,6 +839,7 @@ impl<'w, 'a> Txn<'w, 'a> {
     /// Returns the new version.
     pub fn commit(self, summary: serde_json::Value) -> Result<u64> {
         let lake = self.writer.lake;
+        let started = std::time::Instant::now();
         // Make the data durable before the commit names it.
         let mut dirs = BTreeSet::new();
         for (f, _) in &self.add {
@@ -853,6 +854,7 @@ impl<'w, 'a> Txn<'w, 'a> {
             fsync_dir(d)?;
         }
         failpoint("before_commit");
+        let synced = started.elapsed();
         let mut base = self.base_version;
         let tmp = lake.root.join(format!(
             "_vigie/tmp/{}-{}.json",
@@ -967,6 +969,7 @@ impl<'w, 'a> Txn<'w, 'a> {
             }
         };
         let _ = base;
+        let logged = started.elapsed();
         failpoint("after_commit");
         // Files written under a hidden name (none today) are published under their final names.
         for (f, _) in &self.add {
@@ -989,6 +992,7 @@ impl<'w, 'a> Txn<'w, 'a> {
             tracing::warn!(version, error = %e, "the Delta logs could not follow the commit yet");
         }
         failpoint("after_delta");
+        let projected = started.elapsed();
         if version % CHECKPOINT_EVERY == 0 {
             let state = lake.state()?;
             if state.version == version {
@@ -1007,6 +1011,19 @@ impl<'w, 'a> Txn<'w, 'a> {
                 fs::rename(&tmp, &path).at(&path)?;
             }
         }
+        // Where a commit's time goes: making the data durable, the commit log (conflict check,
+        // write, fsync, link), the Delta logs, Vigie's checkpoint (every CHECKPOINT_EVERY).
+        tracing::debug!(
+            version,
+            op = %self.op,
+            files = self.add.len(),
+            removed = self.remove.len(),
+            sync_ms = synced.as_millis() as u64,
+            log_ms = (logged - synced).as_millis() as u64,
+            delta_ms = (projected - logged).as_millis() as u64,
+            ms = started.elapsed().as_millis() as u64,
+            "lake commit"
+        );
         Ok(version)
     }
 }

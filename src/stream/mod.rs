@@ -552,6 +552,7 @@ fn ingest_loop(
         if !changed.is_empty() {
             let paths: Vec<PathBuf> = changed.iter().map(|(p, _)| p.clone()).collect();
             report.batches += 1;
+            let batch_started = Instant::now();
             match commit_batch(lake, &paths) {
                 Ok(r) => {
                     report.lines_valid += r.lines_valid;
@@ -560,7 +561,12 @@ fn ingest_loop(
                         report.commits += 1;
                         report.last_version = Some(v);
                         committed = true;
-                        tracing::debug!(version = v, lines = r.lines_read, "stream commit");
+                        tracing::debug!(
+                            version = v,
+                            lines = r.lines_read,
+                            ms = batch_started.elapsed().as_millis() as u64,
+                            "stream commit"
+                        );
                         if tx.send(Wake::Committed(Instant::now())).is_err() {
                             return Err(StreamError::DeriveStopped);
                         }
