@@ -18,7 +18,8 @@ WITH favoured AS (
     FROM findings f
     WHERE f.category = 'integrity' AND f.account IS NOT NULL
       AND f.code IN ('accepted_illegal', 'late_move')
-      -- The 30-day window of the features (findings without a time count, as there).
+      -- The 30-day window of the features (findings without a time, from lakes replayed before
+      -- every finding had one, count as there).
       AND (f.ts IS NULL OR f.ts >= ${window_end} - INTERVAL '30 days')
 ),
 played AS (
