@@ -158,6 +158,23 @@ pub fn seq_of(lines: &[serde_json::Value], pred: impl Fn(&serde_json::Value) -> 
     lines.iter().position(pred).expect("event present")
 }
 
+/// Renumbers the lines from index `at` on one seq higher: a gap before the line at `at`.
+fn leave_gap(lines: &mut [serde_json::Value], at: usize) {
+    for v in lines.iter_mut().skip(at) {
+        let s = v["seq"].as_i64().unwrap();
+        v["seq"] = serde_json::Value::from(s + 1);
+    }
+}
+
+/// Logs the other side's win on a draughts `game_ended` (white for a draw).
+fn flip_result(end: &mut serde_json::Value) {
+    let flipped = match end["result"].as_str().unwrap() {
+        "white" => "black",
+        _ => "white",
+    };
+    end["result"] = serde_json::Value::from(flipped);
+}
+
 #[test]
 fn a_wrong_die_is_found_at_its_roll() {
     let mut lines = sample_game("lu-", 0);
@@ -219,10 +236,7 @@ fn sequence_and_chain_faults() {
     let lines = sample_game("d10-", 0);
     // A gap: drop seq 5's number by renumbering everything after it.
     let mut gap = lines.clone();
-    for v in gap.iter_mut().skip(5) {
-        let s = v["seq"].as_i64().unwrap();
-        v["seq"] = serde_json::Value::from(s + 1);
-    }
+    leave_gap(&mut gap, 5);
     let f = found(&relink(&gap));
     assert!(f.contains(&(6, "seq_gap".into())), "{f:?}");
     assert!(!f.iter().any(|(_, c)| c == "chain_broken"), "{f:?}");
@@ -267,13 +281,7 @@ fn wrong_result_and_wrong_payouts() {
     let lines = sample_game("d10-", 1);
     let end = seq_of(&lines, |v| v["type"] == "game_ended");
     let mut wr = lines.clone();
-    let result = wr[end]["result"].as_str().unwrap().to_string();
-    let flipped = match result.as_str() {
-        "white" => "black",
-        "black" => "white",
-        _ => "white",
-    };
-    wr[end]["result"] = serde_json::Value::from(flipped);
+    flip_result(&mut wr[end]);
     let f = found(&relink(&wr));
     assert!(f.contains(&(end as i64, "wrong_result".into())), "{f:?}");
 
@@ -296,12 +304,8 @@ fn every_finding_row_has_the_time_of_the_line_it_is_about() {
     let lines = sample_game("d10-", 1);
     let end = seq_of(&lines, |v| v["type"] == "game_ended");
     let mut bad = lines.clone();
-    let result = bad[end]["result"].as_str().unwrap().to_string();
-    bad[end]["result"] = serde_json::Value::from(if result == "white" { "black" } else { "white" });
-    for v in bad.iter_mut().skip(5) {
-        let s = v["seq"].as_i64().unwrap();
-        v["seq"] = serde_json::Value::from(s + 1);
-    }
+    flip_result(&mut bad[end]);
+    leave_gap(&mut bad, 5);
     let mut ludo = sample_game("lu-", 0);
     ludo[0]["commitment"] = serde_json::Value::from("00".repeat(32));
     let mut codes = Vec::new();
