@@ -9,7 +9,7 @@
 //! go to files that are only rewritten in the rare case a closed game gets
 //! new events. The new files, the removals and the checkpoint are one commit.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
 use std::time::Instant;
@@ -21,7 +21,9 @@ use serde::Serialize;
 use super::finding::{Category, Code, Finding};
 use super::game::{Context, GameReplay, NEVER_ENDED_AFTER_MS};
 use super::index::GameIndex;
-use super::merge::{EventsFile, MergeStats, Replayed, replay_files, replay_jobs, row_groups_of};
+use super::merge::{
+    EventsFile, MergeStats, Replayed, Spill, key64, replay_files, replay_jobs, row_groups_of,
+};
 use super::output::{Key, Outputs, Parts, key_of};
 use super::rows::{DepartureRow, FindingRow, GameRow, MoveRow, PlayerRow};
 use crate::lake::parquet::read_file;
@@ -350,29 +352,50 @@ fn games_in_period(
 /// A finding as compared across a re-judgement: game, seq and code.
 type FindingKey = (String, i64, String);
 
-/// Which seeds and commitments the lines of a full run use more than once (by digest).
+/// Which seeds and commitments the lines of a full run use more than once. While the run reads
+/// the keys, it lists each (key, game) pair once by [`key64`] digest (16 bytes a pair); then it
+/// keeps only the keys several games used (a digest collision only holds a game back for the
+/// seed-reuse check, which compares the keys themselves).
 #[derive(Default)]
 struct KeyUse {
-    commitment: HashMap<[u8; 16], (Box<str>, bool)>,
-    seed: HashMap<[u8; 16], (Box<str>, bool)>,
+    pairs: Vec<(u64, u64)>,
+    shared: HashSet<u64>,
 }
 
 impl KeyUse {
-    fn note(map: &mut HashMap<[u8; 16], (Box<str>, bool)>, key: &str, game: &str) {
-        match map.get_mut(&super::index::digest(key)) {
-            Some((first, shared)) => *shared |= &**first != game,
-            None => {
-                map.insert(super::index::digest(key), (game.into(), false));
-            }
+    /// The digest of a key, commitments and seeds apart.
+    fn key(kind: &str, key: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        (kind, key).hash(&mut h);
+        h.finish()
+    }
+
+    fn note(&mut self, kind: &str, key: &str, game: &str) {
+        let pair = (Self::key(kind, key), key64(game));
+        // A file's rows are sorted by game: a game's repeats of a key are next to each other.
+        if self.pairs.last() != Some(&pair) {
+            self.pairs.push(pair);
         }
+    }
+
+    /// Keeps the keys used by more than one game, and lets the pairs go.
+    fn finish(&mut self) {
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.sort_unstable();
+        pairs.dedup();
+        self.shared = pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|games| games.len() > 1)
+            .map(|games| games[0].0)
+            .collect();
     }
 
     /// Whether a game row's seed or commitment is used by more than one game.
     fn shared(&self, commitment: Option<&str>, seed: Option<&str>) -> bool {
-        let hit = |map: &HashMap<[u8; 16], (Box<str>, bool)>, k: Option<&str>| {
-            k.is_some_and(|k| map.get(&super::index::digest(k)).is_some_and(|u| u.1))
-        };
-        hit(&self.commitment, commitment) || hit(&self.seed, seed)
+        let hit =
+            |kind, k: Option<&str>| k.is_some_and(|k| self.shared.contains(&Self::key(kind, k)));
+        hit("commitment", commitment) || hit("seed", seed)
     }
 }
 
@@ -579,10 +602,10 @@ fn run_scoped(
                 // Every game is replayed: only which keys several games share matters here.
                 for i in 0..b.num_rows() {
                     if !c.is_null(i) {
-                        KeyUse::note(&mut keys.commitment, c.value(i), g.value(i));
+                        keys.note("commitment", c.value(i), g.value(i));
                     }
                     if !s.is_null(i) {
-                        KeyUse::note(&mut keys.seed, s.value(i), g.value(i));
+                        keys.note("seed", s.value(i), g.value(i));
                     }
                 }
                 continue;
@@ -608,6 +631,7 @@ fn run_scoped(
             }
         }
     }
+    keys.finish();
     // A partial index gets back the old games this run needs: touched games it let go of,
     // and the games of every seed and commitment seen.
     let seen_keys: BTreeSet<String> = new_seeds
@@ -655,11 +679,25 @@ fn run_scoped(
     };
     let all_files = files(&|_| true);
     let threads = opts.threads.max(1);
+    // Runs of a partition's many files go under the lake's temporary directory, named after the
+    // writer, so that recovery deletes those of a killed run.
+    let spill = Spill::new(root.join("_vigie/tmp"), writer.id());
+    // The games of some files (all, or the `wanted` ones), replayed into `sink`.
+    let replay = |read: &[EventsFile],
+                  wanted: Option<&BTreeSet<String>>,
+                  bar: &indicatif::ProgressBar,
+                  sink: &mut dyn FnMut(Replayed) -> Result<(), ReplayError>| {
+        replay_files(read, wanted, &ctx, threads, keep, Some(&spill), bar, sink)
+    };
     // Games that may have lines in any file, read without a progress bar.
     let from_lake =
         |wanted: &BTreeSet<String>, sink: &mut dyn FnMut(Replayed) -> Result<(), ReplayError>| {
-            let hidden = indicatif::ProgressBar::hidden();
-            replay_files(&all_files, Some(wanted), &ctx, threads, keep, &hidden, sink)
+            replay(
+                &all_files,
+                Some(wanted),
+                &indicatif::ProgressBar::hidden(),
+                sink,
+            )
         };
     let mut txn = writer.begin(if period.is_some() {
         "rejudge"
@@ -719,7 +757,7 @@ fn run_scoped(
         } else if full {
             let total_rows: u64 = events.iter().map(|f| f.rows).sum();
             let bar = progress(opts.progress, total_rows);
-            stats += replay_files(&all_files, None, &ctx, threads, keep, &bar, &mut sink)?;
+            stats += replay(&all_files, None, &bar, &mut sink)?;
             bar.finish_and_clear();
         } else {
             // Re-judged games started in the period: their lines are in its partitions or later.
@@ -747,8 +785,7 @@ fn run_scoped(
                 (&all_files, &others),
             ] {
                 if !wanted.is_empty() {
-                    stats +=
-                        replay_files(read, Some(wanted), &ctx, threads, keep, &bar, &mut sink)?;
+                    stats += replay(read, Some(wanted), &bar, &mut sink)?;
                 }
             }
             bar.finish_and_clear();
@@ -1092,4 +1129,35 @@ fn rewrite_old(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyUse;
+
+    #[test]
+    fn a_key_is_shared_only_when_two_games_used_it() {
+        let mut keys = KeyUse::default();
+        // g1 logs its seed twice (the reveal and a later line), g2 and g3 share a commitment,
+        // g4 uses as its seed the text that is g2's commitment (another kind of key).
+        keys.note("seed", "s1", "g1");
+        keys.note("seed", "s1", "g1");
+        keys.note("commitment", "c1", "g1");
+        keys.note("commitment", "c2", "g2");
+        keys.note("seed", "s2", "g2");
+        keys.note("commitment", "c2", "g3");
+        keys.note("seed", "c2", "g4");
+        keys.finish();
+        assert!(
+            !keys.shared(Some("c1"), Some("s1")),
+            "one game's own repeats"
+        );
+        assert!(keys.shared(Some("c2"), None), "two games' commitment");
+        assert!(!keys.shared(None, Some("s2")), "one game's seed");
+        assert!(
+            !keys.shared(Some("c9"), Some("c2")),
+            "a seed is not a commitment"
+        );
+        assert!(keys.pairs.is_empty(), "the pairs are let go");
+    }
 }

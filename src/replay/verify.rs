@@ -205,6 +205,8 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
         },
         1,
         false,
+        // One game: the bloom filters leave few files to merge, and the lake may be read-only.
+        None,
         &indicatif::ProgressBar::hidden(),
         &mut |(_, r, _)| {
             replays.push(r);
