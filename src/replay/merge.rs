@@ -179,7 +179,7 @@ pub(crate) fn key64(text: &str) -> u64 {
 
 /// First pass: the partitions in date order with their useful row groups, and the wanted games
 /// that run on over several partitions with the last one. What it holds while reading is 16
-/// bytes per game and file; what it keeps, an entry per game that crosses partitions.
+/// bytes per game and partition; what it keeps, an entry per game that crosses partitions.
 fn plan(
     files: &[EventsFile],
     filter: Option<&BTreeSet<String>>,
@@ -195,6 +195,7 @@ fn plan(
     let mut seen: Vec<(u64, u32)> = Vec::new();
     for paths in by_partition.into_values() {
         let idx = parts.len() as u32;
+        let start = seen.len();
         let mut part = Partition { files: Vec::new() };
         for path in paths {
             let file = File::open(path).map_err(io(path))?;
@@ -233,6 +234,11 @@ fn plan(
                 part.files.push((path.to_path_buf(), groups));
             }
         }
+        // A game's lines are often in several files of its day: noted once per day.
+        let mut day = seen.split_off(start);
+        day.sort_unstable();
+        day.dedup();
+        seen.append(&mut day);
         parts.push(part);
     }
     seen.sort_unstable();
