@@ -44,7 +44,8 @@ pub use manifest::{Commit, FileEntry, FileMeta, SourceState, Stage, StageError, 
 
 /// Make a checkpoint every this many commits.
 pub const CHECKPOINT_EVERY: u64 = 32;
-/// A tombstone whose file is gone (vacuumed) is forgotten by the next commit once it is this old.
+/// A tombstone whose file is gone (vacuumed by another tool) is forgotten by the next checkpoint
+/// commit (every [`CHECKPOINT_EVERY`]) once it is this old.
 pub const TOMBSTONE_GRACE_MS: i64 = 10 * 60 * 1000;
 /// How long `vigie vacuum` keeps removed files by default: Delta's `deletedFileRetentionDuration`.
 pub const DEFAULT_RETENTION_MS: i64 = 168 * 3_600_000;
@@ -899,17 +900,29 @@ impl<'w, 'a> Txn<'w, 'a> {
             base = state.version;
             let version = state.version + 1;
             let now = now_ms();
-            let mut forget: Vec<String> = state
-                .tombstones
-                .iter()
-                .filter(|(p, t)| now - **t > TOMBSTONE_GRACE_MS && !lake.root.join(p).exists())
-                .map(|(p, _)| p.clone())
-                .collect();
-            for f in &self.forget {
-                if state.tombstones.contains_key(f) && !forget.contains(f) {
-                    forget.push(f.clone());
-                }
-            }
+            // Tombstones whose files are gone (vacuumed by another tool) are looked for on the
+            // checkpoint commits only: a stream commits a few times a second and removes files
+            // faster than that (open files rewritten, compactions), so checking every old
+            // tombstone's file at every commit cost a number of stat calls that grew all along
+            // the retention (2,289 of 10,178 tombstones, three commits a second, 17 minutes
+            // into a run at 10,000 lines/s).
+            let mut forget: BTreeSet<String> = if version % CHECKPOINT_EVERY == 0 {
+                state
+                    .tombstones
+                    .iter()
+                    .filter(|(p, t)| now - **t > TOMBSTONE_GRACE_MS && !lake.root.join(p).exists())
+                    .map(|(p, _)| p.clone())
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
+            forget.extend(
+                self.forget
+                    .iter()
+                    .filter(|f| state.tombstones.contains_key(*f))
+                    .cloned(),
+            );
+            let forget: Vec<String> = forget.into_iter().collect();
             let commit = Commit {
                 version,
                 writer: self.writer.id.clone(),
