@@ -288,9 +288,9 @@ impl Spill {
 /// Reads the events files a partition at a time, merged by game, and replays the wanted games
 /// (all without a filter) on `threads` workers; `sink` gets each replay, in reading order.
 ///
-/// A partition with more than [`MAX_FANIN`] files is first merged [`MAX_FANIN`] files at a time
-/// (the spill's fan-in) into runs written under `spill` (none: every file of a partition is open at once), so that
-/// the files open at once, and so the memory, do not grow with the files of a day.
+/// A partition with more than [`MAX_FANIN`] files (the spill's fan-in) is first merged that many
+/// files at a time into runs written under `spill` (with none, every file of a partition is open
+/// at once), so that the files open at once, and so the memory, do not grow with a day's files.
 #[allow(clippy::too_many_arguments)]
 pub fn replay_files(
     files: &[EventsFile],
