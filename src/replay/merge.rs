@@ -166,12 +166,12 @@ struct Partition {
 /// some. A game not listed has all its lines in one partition.
 type Crossers = HashMap<u64, u32>;
 
-/// An 8-byte digest of a game id or a key for the tables of one run (SipHash with fixed keys:
+/// An 8-byte digest of a game id or a (kind, key) for the tables of one run (SipHash, fixed keys:
 /// the same for the same text within a process). Two texts with the same digest are treated as
 /// one by those tables, which costs memory or time (a game carried further, a game held for the
 /// seed-reuse check), never a wrong result.
-pub(crate) fn key64(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+pub(crate) fn key64(text: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
     let mut h = std::hash::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
@@ -303,7 +303,7 @@ pub fn replay_files(
     sink: &mut dyn FnMut(Replayed) -> Result<(), ReplayError>,
 ) -> Result<MergeStats, ReplayError> {
     let (parts, crossers) = plan(files, filter)?;
-    let wanted = |g: &str| filter.is_none_or(|f| f.contains(g)).then_some(());
+    let wanted = |g: &str| filter.is_none_or(|f| f.contains(g));
     replay_jobs(
         ctx,
         threads,
@@ -334,7 +334,7 @@ pub fn replay_files(
                     })??;
                     let mut merger = Merger::new(sources);
                     while let Some((game, taken)) = merger.next(wanted)? {
-                        let Some(((), lines)) = taken else { continue };
+                        let Some(lines) = taken else { continue };
                         // The last partition with lines of the game (this one unless listed).
                         let ends = crossers.get(&key64(&game)).copied().unwrap_or(idx);
                         let read = lines.len() as u64;
@@ -391,10 +391,10 @@ impl Source {
 /// The sources of one partition, at most the spill's fan-in of them: with more files than that (and
 /// somewhere to spill), groups of files, then of runs, are merged into runs first, in order, so
 /// that a game's lines come out in the same order as from one merge of every file.
-fn open_sources<T>(
+fn open_sources(
     files: &[(PathBuf, Vec<usize>)],
     spill: Option<&Spill>,
-    wanted: &(dyn Fn(&str) -> Option<T> + Sync),
+    wanted: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Vec<Source>, ReplayError> {
     let open = |chunk: &[(PathBuf, Vec<usize>)]| -> Result<Vec<Source>, ReplayError> {
         let mut out = Vec::new();
@@ -428,10 +428,10 @@ fn open_sources<T>(
 }
 
 /// Merges `sources` into one run of the wanted games' lines (none when no game is wanted).
-fn spill_run<T>(
+fn spill_run(
     sources: Vec<Source>,
     spill: &Spill,
-    wanted: &(dyn Fn(&str) -> Option<T> + Sync),
+    wanted: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<Option<Source>, ReplayError> {
     let path = spill.path();
     let file = File::create(&path).map_err(io(&path))?;
@@ -441,7 +441,7 @@ fn spill_run<T>(
     let mut merger = Merger::new(sources);
     let mut games = 0u64;
     while let Some((game, taken)) = merger.next(wanted)? {
-        let Some((_, lines)) = taken else { continue };
+        let Some(lines) = taken else { continue };
         write_record(&mut w, &game, &lines).map_err(io(&path))?;
         games += 1;
     }
@@ -555,6 +555,9 @@ fn read_string(r: &mut BufReader<File>, eof_ok: bool) -> std::io::Result<Option<
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// A game and, when it is wanted, its lines.
+type MergedGame = (String, Option<Vec<String>>);
+
 /// Merges sorted sources by game.
 struct Merger {
     sources: Vec<Source>,
@@ -572,13 +575,12 @@ impl Merger {
         Merger { sources, heap }
     }
 
-    /// The next game, with what `wanted` says of it and its lines from every source (in source
-    /// order) when it is wanted; its lines are skipped otherwise.
-    #[allow(clippy::type_complexity)]
-    fn next<T>(
+    /// The next game, with its lines from every source (in source order) when it is wanted; its
+    /// lines are skipped otherwise.
+    fn next(
         &mut self,
-        wanted: &(dyn Fn(&str) -> Option<T> + Sync),
-    ) -> Result<Option<(String, Option<(T, Vec<String>)>)>, ReplayError> {
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Option<MergedGame>, ReplayError> {
         let Some(std::cmp::Reverse((game, i))) = self.heap.pop() else {
             return Ok(None);
         };
@@ -592,9 +594,9 @@ impl Merger {
                 from.push(j);
             }
         }
-        let mut taken = wanted(&game).map(|t| (t, Vec::new()));
+        let mut taken = wanted(&game).then(Vec::new);
         for &j in &from {
-            self.sources[j].take(&game, taken.as_mut().map(|(_, v)| v))?;
+            self.sources[j].take(&game, taken.as_mut())?;
             if let Some(g) = self.sources[j].game() {
                 self.heap.push(std::cmp::Reverse((g.to_string(), j)));
             }

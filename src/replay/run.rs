@@ -365,10 +365,7 @@ struct KeyUse {
 impl KeyUse {
     /// The digest of a key, commitments and seeds apart.
     fn key(kind: &str, key: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        (kind, key).hash(&mut h);
-        h.finish()
+        key64((kind, key))
     }
 
     fn note(&mut self, kind: &str, key: &str, game: &str) {
