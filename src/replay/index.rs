@@ -171,6 +171,15 @@ impl GameIndex {
         }
     }
 
+    /// Whether `game` is in the index with exactly this commitment and seed, and no other game
+    /// of the index used either of them.
+    pub fn alone(&self, game: &str, commitment: Option<&str>, seed: Option<&str>) -> bool {
+        self.games
+            .get(game)
+            .is_some_and(|s| s.commitment == commitment.map(digest) && s.seed == seed.map(digest))
+            && self.users(commitment, seed).all(|g| g == game)
+    }
+
     /// Games that used this commitment or this seed (a game using both is named twice).
     pub fn users<'a>(
         &'a self,

@@ -80,6 +80,9 @@ pub struct ReplayReport {
     pub elapsed_ms: u64,
     /// Time spent in the engines (parsing lines and replaying), summed over workers.
     pub engine_ms: u64,
+    /// Games whose rows waited in memory for the seed-reuse check at the end of the run.
+    #[serde(default)]
+    pub held: u64,
     /// A re-judgement: what changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejudged: Option<Rejudged>,
@@ -425,9 +428,31 @@ struct Collect {
     lines: Vec<(String, Vec<String>)>,
     /// Seeds and commitments of games new to the index that the run's lines did not show.
     late_keys: Vec<(Option<String>, Option<String>)>,
+    /// A re-judgement in which every game replayed is in the index (read whole from the lake):
+    /// a game whose seed and commitment no other game of the index used cannot share them with
+    /// any game, so its rows are written at once instead of held for the seed-reuse check
+    /// (the memory of a re-judgement then follows the games that share a key, not the period).
+    release_alone: bool,
+    /// Re-judgements: the findings of the re-judged games, and every replayed game's players.
+    findings_after: BTreeSet<FindingKey>,
+    players_of: HashMap<String, Vec<String>>,
 }
 
 impl Collect {
+    /// What a re-judgement reports of a replayed game: its findings if it is re-judged, its
+    /// players.
+    fn note_period(&mut self, r: &GameReplay, rejudged: &BTreeSet<String>) {
+        for f in &r.findings {
+            if rejudged.contains(&f.game) {
+                self.findings_after
+                    .insert((f.game.clone(), f.seq, f.code.as_str().to_string()));
+            }
+        }
+        if let Some(g) = &r.game {
+            self.players_of.insert(g.game.clone(), g.players.clone());
+        }
+    }
+
     fn count(&mut self, r: &GameReplay) {
         for f in &r.findings {
             self.report.findings += 1;
@@ -446,6 +471,7 @@ impl Collect {
         out: &mut Outputs,
         old: &GameIndex,
         seen_keys: &BTreeSet<String>,
+        rejudged: Option<&BTreeSet<String>>,
         (game, mut r, lines): Replayed,
     ) -> Result<(), ReplayError> {
         self.report.games += 1;
@@ -480,11 +506,17 @@ impl Collect {
                 }
             }
         }
-        let hold = !self.full
-            || r.game
-                .as_ref()
-                .is_some_and(|g| self.keys.shared(g.commitment.as_deref(), g.seed.as_deref()));
+        let hold = match &r.game {
+            Some(g) if self.full => self.keys.shared(g.commitment.as_deref(), g.seed.as_deref()),
+            Some(g) if self.release_alone => {
+                !old.alone(&g.game, g.commitment.as_deref(), g.seed.as_deref())
+            }
+            _ => !self.full,
+        };
         if !hold {
+            if let Some(rejudged) = rejudged {
+                self.note_period(&r, rejudged);
+            }
             self.count(&r);
             return out.push(txn, r);
         }
@@ -702,15 +734,25 @@ fn run_scoped(
         "replay"
     })?;
     let mut out = Outputs::new(derived_tables());
+    // A re-judgement after the catch-up replays the period's games and the stale ones, all in
+    // the index read whole from the lake, unless a game of the period has findings but no
+    // `games` row: then every game is held, as in any other run.
+    let release_alone = period.is_some()
+        && resident.is_none()
+        && !old_games.is_partial()
+        && rejudged.iter().all(|g| old_games.contains(g));
     let mut col = Collect {
         full,
         keys,
         keep,
+        release_alone,
         ..Collect::default()
     };
+    let period_games = period.is_some().then_some(&rejudged);
     let mut stats = MergeStats::default();
     {
-        let mut sink = |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, r);
+        let mut sink =
+            |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, period_games, r);
         if warm {
             // Games held in memory, and games never seen before, replay from memory; the others
             // (a closed game with new events, a seed-reuse partner) are read from the lake.
@@ -806,7 +848,9 @@ fn run_scoped(
             .map(str::to_string)
             .collect();
         if !partners.is_empty() {
-            let mut sink = |r: Replayed| col.accept(&mut txn, &mut out, &old_games, &seen_keys, r);
+            let mut sink = |r: Replayed| {
+                col.accept(&mut txn, &mut out, &old_games, &seen_keys, period_games, r)
+            };
             stats += from_lake(&partners, &mut sink)?;
             touched.extend(partners);
         }
@@ -818,20 +862,12 @@ fn run_scoped(
         .map(|h| std::mem::take(&mut h.replay))
         .collect();
     seed_reuse(&mut replays, &old_games, &touched);
-    let mut findings_after = BTreeSet::new();
-    let mut players_of: HashMap<String, Vec<String>> = HashMap::new();
+    let held_count = replays.len() as u64;
     for (h, r) in held.into_iter().zip(replays) {
         col.count(&r);
         let findings = r.finding_rows();
-        if period.is_some() {
-            for f in &r.findings {
-                if rejudged.contains(&f.game) {
-                    findings_after.insert((f.game.clone(), f.seq, f.code.as_str().to_string()));
-                }
-            }
-            if let Some(g) = &r.game {
-                players_of.insert(g.game.clone(), g.players.clone());
-            }
+        if let Some(rejudged) = period_games {
+            col.note_period(&r, rejudged);
         }
         let parts = Parts {
             findings,
@@ -860,6 +896,7 @@ fn run_scoped(
         horizon_ms: horizon,
     })?;
     let mut report = std::mem::take(&mut col.report);
+    report.held = held_count;
     report.events = stats.events;
     report.engine_ms = stats.engine_ms;
     if let Some(p) = period {
@@ -867,8 +904,8 @@ fn run_scoped(
             p,
             &rejudged,
             &findings_before,
-            &findings_after,
-            &players_of,
+            &col.findings_after,
+            &col.players_of,
         ));
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;

@@ -814,11 +814,31 @@ mod rejudge {
         let outside = files_outside(&lake, &day);
         let (missing, bogus) = tamper_findings(&lake, &day);
         assert_ne!(derived(&lake), truth);
+        // The day holds games that share a seed (a server fault of the simulator): the check
+        // that finds them must see them again, though the re-judgement holds in memory only
+        // the games whose seed or commitment another game used.
+        let reused_games: BTreeSet<String> = truth[4]
+            .iter()
+            .filter(|row| {
+                row.contains("seed_reused") && row.contains(day.trim_start_matches("date="))
+            })
+            .map(|row| row.split('|').next().unwrap().to_string())
+            .collect();
+        assert!(
+            !reused_games.is_empty(),
+            "the simulated day has a seed reused"
+        );
         let report = rejudge(&lake, &day);
         let r = &report["replay"]["rejudged"];
         assert_eq!(r["added"], serde_json::json!([missing]), "{r}");
         assert_eq!(r["withdrawn"], serde_json::json!([bogus]), "{r}");
         assert!(r["games"].as_u64().unwrap() >= 100, "{r}");
+        let held = report["replay"]["held"].as_u64().unwrap();
+        assert!(
+            held >= reused_games.len() as u64 && held < r["games"].as_u64().unwrap() / 4,
+            "held {held} of {} games; seed reuse in {reused_games:?}",
+            r["games"]
+        );
         assert!(!r["accounts"].as_array().unwrap().is_empty(), "{r}");
         // Every derived row of the lake as one replay made it: nothing lost, nothing doubled.
         assert_eq!(derived(&lake), truth);
