@@ -42,7 +42,7 @@ WITH m AS (
            a.near_best >= 2 AND a.loss <= 20 AS good_choice
     FROM move_analysis a
     WHERE NOT a.forced AND NOT a.auto
-      AND CAST(a.date AS DATE) >= CAST(${window_end} AS DATE) - INTERVAL '30 days'
+      AND CAST(a.date AS DATE) >= ${window_end_date} - INTERVAL '30 days'
 ),
 hard_base AS (
     SELECT kind, avg(CASE WHEN matched THEN 1.0 ELSE 0.0 END) AS p_hard
@@ -179,7 +179,7 @@ LEFT JOIN (
            min(g.started_at) AS first_seen, max(g.started_at) AS last_seen
     FROM move_analysis a LEFT JOIN games g ON g.game = a.game
     WHERE a.matched AND NOT a.forced AND NOT a.auto AND (a.hard OR (a.near_best >= 2 AND a.loss <= 20))
-      AND CAST(a.date AS DATE) >= CAST(${window_end} AS DATE) - INTERVAL '30 days'
+      AND CAST(a.date AS DATE) >= ${window_end_date} - INTERVAL '30 days'
     GROUP BY a.player
 ) e ON e.account = x.account
 WHERE x.p_value <= ${max_p}

@@ -85,6 +85,9 @@ pub struct DetectReport {
     pub accounts: u64,
     pub block_recommended: u64,
     pub by_rule: BTreeMap<String, u64>,
+    /// Rules whose last result was reused: their SQL and the files they read were the same.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules_reused: Vec<String>,
     pub elapsed_ms: u64,
 }
 
@@ -181,8 +184,12 @@ pub fn run_scoped(
         .filter_map(|f| f.max_ts)
         .max()
         .unwrap_or(0);
-    let flags = runtime()?.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
-    let mut report = DetectReport::default();
+    let Evaluation { flags, reused } =
+        runtime()?.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
+    let mut report = DetectReport {
+        rules_reused: reused,
+        ..DetectReport::default()
+    };
     let mut accounts = std::collections::BTreeSet::new();
     for f in &flags {
         *report.by_rule.entry(f.rule.clone()).or_default() += 1;
@@ -302,6 +309,14 @@ fn rules_at_once() -> usize {
         .clamp(1, 4)
 }
 
+/// What the rules found on a snapshot.
+#[derive(Debug)]
+pub struct Evaluation {
+    pub flags: Vec<FlagRow>,
+    /// The rules whose last result on this lake was reused (see [`Reusable`]), in the rules' order.
+    pub reused: Vec<String>,
+}
+
 /// Runs the rules on a snapshot and returns their flags.
 ///
 /// The rules run concurrently (at most [`rules_at_once`], each a task of the runtime) on one
@@ -312,7 +327,7 @@ pub async fn evaluate(
     rules: &[Rule],
     overrides: &BTreeMap<String, String>,
     window_end: i64,
-) -> Result<Vec<FlagRow>, DetectError> {
+) -> Result<Evaluation, DetectError> {
     use futures::StreamExt;
     let ctx = crate::lake::sql::session(
         snapshot,
@@ -328,6 +343,7 @@ pub async fn evaluate(
     let tasks = rules.iter().map(|rule| {
         let task = tokio::spawn(run_rule(
             ctx.clone(),
+            snapshot.clone(),
             rule.clone(),
             rule.render_at(overrides, features_end),
             window_end,
@@ -340,15 +356,23 @@ pub async fn evaluate(
             })?
         }
     });
-    let results: Vec<Result<Vec<FlagRow>, DetectError>> = futures::stream::iter(tasks)
+    let results: Vec<Result<(Vec<FlagRow>, bool), DetectError>> = futures::stream::iter(tasks)
         .buffered(rules_at_once())
         .collect()
         .await;
     let mut flags = Vec::new();
-    for r in results {
-        flags.extend(r?);
+    let mut reused = Vec::new();
+    for (r, rule) in results.into_iter().zip(rules) {
+        let (f, again) = r?;
+        flags.extend(f);
+        if again {
+            reused.push(rule.id.clone());
+        }
     }
-    Ok(merge_same_flag(flags))
+    Ok(Evaluation {
+        flags: merge_same_flag(flags),
+        reused,
+    })
 }
 
 /// The end of the features' windows in the session's snapshot (epoch ms; `None` without
@@ -374,18 +398,109 @@ async fn features_window_end(
     Ok(end)
 }
 
-/// One rule's query on the session, into flags.
+/// A rule's last result, kept to be reused while its SQL and the files of every table it reads
+/// are the same: a rule is a query without any function whose value changes from call to call
+/// (checked on its plan), and a lake file never changes, so the same SQL over the same files
+/// returns the same rows. In a streaming job most rules read tables every pass rewrites (the
+/// features), but `engine_assistance` reads `move_analysis` only, which changes once per round
+/// of the background analysis, and its window is whole days (`${window_end_date}`).
+struct Reusable {
+    sql: String,
+    /// The tables the plan scans, with the paths of their files in the snapshot it ran on.
+    files: Vec<(String, Vec<String>)>,
+    batches: Vec<RecordBatch>,
+}
+
+/// The last reusable result of each (lake, rule), for the whole process.
+fn reusable() -> &'static std::sync::Mutex<BTreeMap<(std::path::PathBuf, String), Reusable>> {
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<BTreeMap<(std::path::PathBuf, String), Reusable>>,
+    > = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// The paths of the files of `table` in `snapshot`.
+fn table_file_paths(snapshot: &crate::lake::Snapshot, table: &str) -> Vec<String> {
+    snapshot
+        .state
+        .table_files(table)
+        .map(|f| f.path.clone())
+        .collect()
+}
+
+/// The lake tables a logical plan scans, or `None` when its result may not be reused: it scans
+/// something that is not a lake table of detection (a view, an information schema table), or it
+/// calls a function that is not immutable (`now()`, `random()`...).
+fn reusable_scans(plan: &datafusion::logical_expr::LogicalPlan) -> Option<Vec<String>> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+    let lake_tables: std::collections::BTreeSet<String> = rule_tables()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let mut tables = std::collections::BTreeSet::new();
+    let mut reusable = true;
+    let walked = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            let name = scan.table_name.table();
+            if lake_tables.contains(name) {
+                tables.insert(name.to_string());
+            } else {
+                reusable = false;
+            }
+        }
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::ScalarFunction(f) = e
+                    && f.func.signature().volatility != Volatility::Immutable
+                {
+                    reusable = false;
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    (walked.is_ok() && reusable).then(|| tables.into_iter().collect())
+}
+
+/// One rule's query on the session, into flags; its last result when neither its SQL nor the
+/// files it reads changed (see [`Reusable`]).
 async fn run_rule(
     ctx: datafusion::prelude::SessionContext,
+    snapshot: crate::lake::Snapshot,
     rule: Rule,
     sql: String,
     window_end: i64,
-) -> Result<Vec<FlagRow>, DetectError> {
+) -> Result<(Vec<FlagRow>, bool), DetectError> {
     let q = |source| DetectError::Query {
         rule: rule.id.clone(),
         source,
     };
     let started = std::time::Instant::now();
+    let key = (snapshot.root().to_path_buf(), rule.id.clone());
+    let reused = {
+        let cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .get(&key)
+            .filter(|r| {
+                r.sql == sql
+                    && r.files
+                        .iter()
+                        .all(|(t, paths)| table_file_paths(&snapshot, t) == *paths)
+            })
+            .map(|r| r.batches.clone())
+    };
+    if let Some(batches) = reused {
+        let flags = batches_to_flags(&rule, &batches, window_end)?;
+        tracing::debug!(
+            rule = %rule.id,
+            flags = flags.len(),
+            reused = true,
+            ms = started.elapsed().as_millis() as u64,
+            "detection rule"
+        );
+        return Ok((flags, true));
+    }
     // The steps apart (as `DataFrame::collect` runs them), so that the debug log says where a
     // rule's time goes: parsing and the logical plan, its optimisation, the physical plan (the
     // tables' file listing happens there), the execution.
@@ -403,10 +518,32 @@ async fn run_rule(
     let batches = datafusion::physical_plan::collect(physical, ctx.task_ctx())
         .await
         .map_err(q)?;
-    let mut flags = Vec::new();
-    for b in &batches {
-        flags.extend(rows_to_flags(&rule, b, window_end)?);
+    {
+        let mut cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
+        match reusable_scans(&logical) {
+            Some(tables) => {
+                let files = tables
+                    .into_iter()
+                    .map(|t| {
+                        let paths = table_file_paths(&snapshot, &t);
+                        (t, paths)
+                    })
+                    .collect();
+                cache.insert(
+                    key,
+                    Reusable {
+                        sql,
+                        files,
+                        batches: batches.clone(),
+                    },
+                );
+            }
+            None => {
+                cache.remove(&key);
+            }
+        }
     }
+    let flags = batches_to_flags(&rule, &batches, window_end)?;
     tracing::debug!(
         rule = %rule.id,
         flags = flags.len(),
@@ -417,7 +554,7 @@ async fn run_rule(
         ms = started.elapsed().as_millis() as u64,
         "detection rule"
     );
-    Ok(flags)
+    Ok((flags, false))
 }
 
 /// One flag per (account, rule, window), as its id says. A pair rule returns one row per partner
@@ -487,6 +624,19 @@ const RESERVED: [&str; 8] = [
     "first_seen",
     "last_seen",
 ];
+
+/// A rule's result batches, into flags.
+fn batches_to_flags(
+    rule: &Rule,
+    batches: &[RecordBatch],
+    window_end: i64,
+) -> Result<Vec<FlagRow>, DetectError> {
+    let mut flags = Vec::new();
+    for b in batches {
+        flags.extend(rows_to_flags(rule, b, window_end)?);
+    }
+    Ok(flags)
+}
 
 fn rows_to_flags(
     rule: &Rule,

@@ -19,7 +19,10 @@
 //! parameter's value, and `${window_end}` by the end of the features' windows
 //! (the latest `window_end` of `account_features`): a literal time when detection
 //! runs, so that the planner prunes what lies outside a rule's window
-//! ([`Rule::render_at`]), the subquery that reads it otherwise.
+//! ([`Rule::render_at`]), the subquery that reads it otherwise. `${window_end_date}`
+//! is that end's day (UTC), for a rule whose window is whole days: its SQL then stays
+//! the same all day, and detection reuses its last result while the files it reads
+//! are the same (`detect::evaluate`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -151,11 +154,15 @@ impl Rule {
                 .unwrap_or(&p.default);
             sql = sql.replace(&format!("${{{}}}", p.name), v);
         }
-        let end = match window_end_ms {
-            Some(ms) => format!("to_timestamp_millis({ms})"),
-            None => WINDOW_END_QUERY.to_string(),
+        let (end, day) = match window_end_ms {
+            Some(ms) => (format!("to_timestamp_millis({ms})"), utc_date_literal(ms)),
+            None => (
+                WINDOW_END_QUERY.to_string(),
+                format!("CAST({WINDOW_END_QUERY} AS DATE)"),
+            ),
         };
-        sql.replace("${window_end}", &end)
+        sql.replace("${window_end_date}", &day)
+            .replace("${window_end}", &end)
     }
 
     /// A digest of the rule text, recorded with its flags.
@@ -168,6 +175,22 @@ impl Rule {
 
 /// What `${window_end}` stands for in a rule: the end of the features' windows.
 pub const WINDOW_END_QUERY: &str = "(SELECT max(window_end) FROM account_features)";
+
+/// The SQL literal of the UTC day of the time `ms` (epoch ms): `DATE '2026-12-05'`, the day
+/// `CAST(to_timestamp_millis(ms) AS DATE)` gives.
+fn utc_date_literal(ms: i64) -> String {
+    // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("DATE '{y:04}-{m:02}-{d:02}'")
+}
 
 /// The default rules directory (relative to the working directory).
 pub const DEFAULT_DIR: &str = "queries/detect";
@@ -261,6 +284,17 @@ pub fn builtin() -> Result<Vec<Rule>, RuleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_end_day_is_the_utc_date_of_the_time() {
+        assert_eq!(utc_date_literal(0), "DATE '1970-01-01'");
+        assert_eq!(utc_date_literal(-1), "DATE '1969-12-31'");
+        // 2026-12-05T23:59:59.999Z and the next millisecond.
+        assert_eq!(utc_date_literal(1_796_515_199_999), "DATE '2026-12-05'");
+        assert_eq!(utc_date_literal(1_796_515_200_000), "DATE '2026-12-06'");
+        // A leap day.
+        assert_eq!(utc_date_literal(951_782_400_000), "DATE '2000-02-29'");
+    }
 
     #[test]
     fn header_and_params_parse() {

@@ -271,6 +271,66 @@ fn evaluate(lake: &Lake) -> Vec<vigie::detect::FlagRow> {
         0,
     ))
     .unwrap()
+    .flags
+}
+
+/// A rule's result is reused while its SQL and the files of the tables it reads are the same,
+/// and only then: on the crafted lake a second evaluation reuses every rule with the same flags;
+/// after a new `findings` file, `integrity_involvement` (which reads it) runs again and sees the
+/// new row, while `engine_assistance` (which reads `move_analysis` only) is still reused.
+#[test]
+fn a_rule_is_reused_only_while_the_files_it_reads_are_the_same() {
+    let (_dir, lake) = crafted();
+    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = || {
+        let snapshot = lake.snapshot().unwrap();
+        rt.block_on(vigie::detect::evaluate(
+            &snapshot,
+            &rules,
+            &BTreeMap::new(),
+            0,
+        ))
+        .unwrap()
+    };
+    let text = |flags: &[vigie::detect::FlagRow]| format!("{flags:?}");
+    let first = run();
+    assert!(first.reused.is_empty(), "{:?}", first.reused);
+    let second = run();
+    let ids: Vec<String> = rules.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(second.reused, ids);
+    assert_eq!(text(&second.flags), text(&first.flags));
+    let lucky = |flags: &[vigie::detect::FlagRow]| {
+        flags
+            .iter()
+            .any(|f| f.account == "lucky-no" && f.rule == "integrity_involvement")
+    };
+    assert!(!lucky(&second.flags));
+    // A second server fault in lucky-no's favour, in a file of its own.
+    write_table(
+        &lake,
+        &vigie::replay::rows::FindingRow::def(),
+        &[
+            json!({"game": "g7b", "seq": 5, "ts": "2026-11-20T11:00:00Z", "kind": "draughts10",
+                 "mode": "standard", "account": "lucky-no", "code": "accepted_illegal",
+                 "category": "integrity", "severity": "critical", "message": "crafted"}),
+        ],
+    );
+    let third = run();
+    assert!(
+        !third.reused.iter().any(|r| r == "integrity_involvement"),
+        "{:?}",
+        third.reused
+    );
+    assert!(
+        third.reused.iter().any(|r| r == "engine_assistance"),
+        "{:?}",
+        third.reused
+    );
+    assert!(lucky(&third.flags), "{}", text(&third.flags));
 }
 
 #[test]
