@@ -433,23 +433,43 @@ struct Collect {
     /// any game, so its rows are written at once instead of held for the seed-reuse check
     /// (the memory of a re-judgement then follows the games that share a key, not the period).
     release_alone: bool,
-    /// Re-judgements: the findings of the re-judged games, and every replayed game's players.
+    /// Re-judgements: the findings of the re-judged games, every replayed game's players, and
+    /// the players of the re-judged games whose findings changed.
     findings_after: BTreeSet<FindingKey>,
-    players_of: HashMap<String, Vec<String>>,
+    players: BTreeSet<String>,
+    changed_players: BTreeSet<String>,
 }
+
+/// A re-judgement's period: its games, and their findings before it.
+type PeriodGames<'a> = (&'a BTreeSet<String>, &'a BTreeSet<FindingKey>);
 
 impl Collect {
     /// What a re-judgement reports of a replayed game: its findings if it is re-judged, its
-    /// players.
-    fn note_period(&mut self, r: &GameReplay, rejudged: &BTreeSet<String>) {
+    /// players, and whether its findings changed (then its players are the accounts concerned).
+    fn note_period(&mut self, r: &GameReplay, (rejudged, before): PeriodGames<'_>) {
         for f in &r.findings {
             if rejudged.contains(&f.game) {
                 self.findings_after
                     .insert((f.game.clone(), f.seq, f.code.as_str().to_string()));
             }
         }
-        if let Some(g) = &r.game {
-            self.players_of.insert(g.game.clone(), g.players.clone());
+        let Some(g) = &r.game else { return };
+        self.players.extend(g.players.iter().cloned());
+        if rejudged.contains(&g.game) {
+            let now: BTreeSet<(i64, &str)> = r
+                .findings
+                .iter()
+                .filter(|f| f.game == g.game)
+                .map(|f| (f.seq, f.code.as_str()))
+                .collect();
+            let was: BTreeSet<(i64, &str)> = before
+                .range((g.game.clone(), i64::MIN, String::new())..)
+                .take_while(|k| k.0 == g.game)
+                .map(|k| (k.1, k.2.as_str()))
+                .collect();
+            if now != was {
+                self.changed_players.extend(g.players.iter().cloned());
+            }
         }
     }
 
@@ -471,7 +491,7 @@ impl Collect {
         out: &mut Outputs,
         old: &GameIndex,
         seen_keys: &BTreeSet<String>,
-        rejudged: Option<&BTreeSet<String>>,
+        period: Option<PeriodGames<'_>>,
         (game, mut r, lines): Replayed,
     ) -> Result<(), ReplayError> {
         self.report.games += 1;
@@ -514,8 +534,8 @@ impl Collect {
             _ => !self.full,
         };
         if !hold {
-            if let Some(rejudged) = rejudged {
-                self.note_period(&r, rejudged);
+            if let Some(p) = period {
+                self.note_period(&r, p);
             }
             self.count(&r);
             return out.push(txn, r);
@@ -748,7 +768,7 @@ fn run_scoped(
         release_alone,
         ..Collect::default()
     };
-    let period_games = period.is_some().then_some(&rejudged);
+    let period_games = period.is_some().then_some((&rejudged, &findings_before));
     let mut stats = MergeStats::default();
     {
         let mut sink =
@@ -866,8 +886,8 @@ fn run_scoped(
     for (h, r) in held.into_iter().zip(replays) {
         col.count(&r);
         let findings = r.finding_rows();
-        if let Some(rejudged) = period_games {
-            col.note_period(&r, rejudged);
+        if let Some(p) = period_games {
+            col.note_period(&r, p);
         }
         let parts = Parts {
             findings,
@@ -905,7 +925,8 @@ fn run_scoped(
             &rejudged,
             &findings_before,
             &col.findings_after,
-            &col.players_of,
+            std::mem::take(&mut col.players),
+            std::mem::take(&mut col.changed_players),
         ));
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -925,25 +946,17 @@ fn run_scoped(
     Ok(report)
 }
 
-/// What changed in the findings of a re-judgement, and the accounts of the games concerned.
+/// What changed in the findings of a re-judgement; the accounts of the games whose findings
+/// changed, and of every game replayed.
 fn rejudged_summary(
     p: &Period,
     games: &BTreeSet<String>,
     before: &BTreeSet<FindingKey>,
     after: &BTreeSet<FindingKey>,
-    players_of: &HashMap<String, Vec<String>>,
+    players: BTreeSet<String>,
+    accounts: BTreeSet<String>,
 ) -> Rejudged {
     let show = |k: &FindingKey| format!("{}:{} {}", k.0, k.1, k.2);
-    let changed: BTreeSet<&str> = after
-        .symmetric_difference(before)
-        .map(|k| k.0.as_str())
-        .collect();
-    let accounts: BTreeSet<String> = changed
-        .iter()
-        .filter_map(|g| players_of.get(*g))
-        .flatten()
-        .cloned()
-        .collect();
     Rejudged {
         from: p.from.clone(),
         to: p.to.clone(),
@@ -954,13 +967,7 @@ fn rejudged_summary(
         added: after.difference(before).map(show).collect(),
         withdrawn: before.difference(after).map(show).collect(),
         accounts: accounts.into_iter().collect(),
-        players: players_of
-            .values()
-            .flatten()
-            .cloned()
-            .collect::<BTreeSet<String>>()
-            .into_iter()
-            .collect(),
+        players: players.into_iter().collect(),
     }
 }
 

@@ -840,6 +840,24 @@ mod rejudge {
             r["games"]
         );
         assert!(!r["accounts"].as_array().unwrap().is_empty(), "{r}");
+        // The accounts concerned are exactly the players of the games whose findings changed.
+        let changed: BTreeSet<String> = [&missing, &bogus]
+            .iter()
+            .map(|k| k.split(':').next().unwrap().to_string())
+            .collect();
+        let players: BTreeSet<String> = table_rows(&lake, "game_players")
+            .iter()
+            .map(|row| row.split('|').collect::<Vec<_>>())
+            .filter(|cols| changed.contains(cols[0]))
+            .map(|cols| cols[1].to_string())
+            .collect();
+        let accounts: BTreeSet<String> = r["accounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(accounts, players, "{r}");
         // Every derived row of the lake as one replay made it: nothing lost, nothing doubled.
         assert_eq!(derived(&lake), truth);
         // The other days' files were not touched.
