@@ -179,17 +179,7 @@ pub const WINDOW_END_QUERY: &str = "(SELECT max(window_end) FROM account_feature
 /// The SQL literal of the UTC day of the time `ms` (epoch ms): `DATE '2026-12-05'`, the day
 /// `CAST(to_timestamp_millis(ms) AS DATE)` gives.
 fn utc_date_literal(ms: i64) -> String {
-    // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).
-    let z = ms.div_euclid(86_400_000) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("DATE '{y:04}-{m:02}-{d:02}'")
+    format!("DATE '{}'", crate::log::syntax::date_of(ms))
 }
 
 /// The default rules directory (relative to the working directory).
