@@ -420,13 +420,12 @@ fn reusable() -> &'static std::sync::Mutex<BTreeMap<(std::path::PathBuf, String)
     CACHE.get_or_init(Default::default)
 }
 
-/// The paths of the files of `table` in `snapshot`.
-fn table_file_paths(snapshot: &crate::lake::Snapshot, table: &str) -> Vec<String> {
-    snapshot
-        .state
-        .table_files(table)
-        .map(|f| f.path.clone())
-        .collect()
+/// The paths of the files of `table` in `snapshot`, in path order.
+fn table_file_paths<'a>(
+    snapshot: &'a crate::lake::Snapshot,
+    table: &'a str,
+) -> impl Iterator<Item = &'a String> {
+    snapshot.state.table_files(table).map(|f| &f.path)
 }
 
 /// The lake tables a logical plan scans, or `None` when its result may not be reused: it scans
@@ -487,7 +486,7 @@ async fn run_rule(
                 r.sql == sql
                     && r.files
                         .iter()
-                        .all(|(t, paths)| table_file_paths(&snapshot, t) == *paths)
+                        .all(|(t, paths)| table_file_paths(&snapshot, t).eq(paths))
             })
             .map(|r| r.batches.clone())
     };
@@ -519,30 +518,23 @@ async fn run_rule(
     let batches = datafusion::physical_plan::collect(physical, ctx.task_ctx())
         .await
         .map_err(q)?;
+    let entry = reusable_scans(&logical).map(|tables| Reusable {
+        sql,
+        files: tables
+            .into_iter()
+            .map(|t| {
+                let paths = table_file_paths(&snapshot, &t).cloned().collect();
+                (t, paths)
+            })
+            .collect(),
+        batches: batches.clone(),
+    });
     {
         let mut cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
-        match reusable_scans(&logical) {
-            Some(tables) => {
-                let files = tables
-                    .into_iter()
-                    .map(|t| {
-                        let paths = table_file_paths(&snapshot, &t);
-                        (t, paths)
-                    })
-                    .collect();
-                cache.insert(
-                    key,
-                    Reusable {
-                        sql,
-                        files,
-                        batches: batches.clone(),
-                    },
-                );
-            }
-            None => {
-                cache.remove(&key);
-            }
-        }
+        match entry {
+            Some(e) => cache.insert(key, e),
+            None => cache.remove(&key),
+        };
     }
     let flags = batches_to_flags(&rule, &batches, window_end)?;
     tracing::debug!(
