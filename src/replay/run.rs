@@ -440,6 +440,15 @@ struct Collect {
     changed_players: BTreeSet<String>,
 }
 
+/// The findings of `game` among `keys`.
+fn findings_of<'a>(
+    keys: &'a BTreeSet<FindingKey>,
+    game: &'a str,
+) -> impl Iterator<Item = &'a FindingKey> {
+    keys.range((game.to_string(), i64::MIN, String::new())..)
+        .take_while(move |k| k.0 == game)
+}
+
 /// A re-judgement's period: its games, and their findings before it.
 type PeriodGames<'a> = (&'a BTreeSet<String>, &'a BTreeSet<FindingKey>);
 
@@ -455,21 +464,11 @@ impl Collect {
         }
         let Some(g) = &r.game else { return };
         self.players.extend(g.players.iter().cloned());
-        if rejudged.contains(&g.game) {
-            let now: BTreeSet<(i64, &str)> = r
-                .findings
-                .iter()
-                .filter(|f| f.game == g.game)
-                .map(|f| (f.seq, f.code.as_str()))
-                .collect();
-            let was: BTreeSet<(i64, &str)> = before
-                .range((g.game.clone(), i64::MIN, String::new())..)
-                .take_while(|k| k.0 == g.game)
-                .map(|k| (k.1, k.2.as_str()))
-                .collect();
-            if now != was {
-                self.changed_players.extend(g.players.iter().cloned());
-            }
+        // The game's findings after (a game is noted once) and before.
+        if rejudged.contains(&g.game)
+            && !findings_of(&self.findings_after, &g.game).eq(findings_of(before, &g.game))
+        {
+            self.changed_players.extend(g.players.iter().cloned());
         }
     }
 
