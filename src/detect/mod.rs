@@ -319,9 +319,10 @@ pub struct Evaluation {
 
 /// Runs the rules on a snapshot and returns their flags.
 ///
-/// The rules run concurrently (at most [`rules_at_once`], each a task of the runtime) on one
-/// session; their flags are merged in the rules' order, so the result does not depend on which
-/// finished first. The first failing rule (in that order) is the error.
+/// The rules run concurrently (at most [`rules_at_once`], each a task of the runtime, the longest
+/// when last run first) on one session; their flags are merged in the rules' order, so the result
+/// does not depend on which started or finished first. The first failing rule (in that order) is
+/// the error.
 pub async fn evaluate(
     snapshot: &crate::lake::Snapshot,
     rules: &[Rule],
@@ -340,7 +341,15 @@ pub async fn evaluate(
         source,
     })?;
     let features_end = features_window_end(&ctx).await?;
-    let tasks = rules.iter().map(|rule| {
+    // The rules that took longest when last run start first, and a rule starts as soon as a slot
+    // is free (not when the rules listed before it are done): on two cores a pass's rules then end
+    // together instead of one core waiting on the longest while the other is idle.
+    let order = {
+        let costs = rule_costs().lock().unwrap_or_else(|p| p.into_inner());
+        longest_first(rules.iter().map(|r| r.id.as_str()), &costs)
+    };
+    let tasks = order.into_iter().map(|i| {
+        let rule = &rules[i];
         let task = tokio::spawn(run_rule(
             ctx.clone(),
             snapshot.clone(),
@@ -350,16 +359,20 @@ pub async fn evaluate(
         ));
         let id = rule.id.clone();
         async move {
-            task.await.map_err(|e| DetectError::Output {
+            let r = task.await.map_err(|e| DetectError::Output {
                 rule: id,
                 msg: format!("the rule's task failed: {e}"),
-            })?
+            });
+            (i, r.and_then(|r| r))
         }
     });
-    let results: Vec<Result<(Vec<FlagRow>, bool), DetectError>> = futures::stream::iter(tasks)
-        .buffered(rules_at_once())
+    // (the rule's position, its result)
+    let mut results: Vec<_> = futures::stream::iter(tasks)
+        .buffer_unordered(rules_at_once())
         .collect()
         .await;
+    results.sort_by_key(|(i, _)| *i);
+    let results = results.into_iter().map(|(_, r)| r);
     let mut flags = Vec::new();
     let mut reused = Vec::new();
     for (r, rule) in results.into_iter().zip(rules) {
@@ -373,6 +386,29 @@ pub async fn evaluate(
         flags: merge_same_flag(flags),
         reused,
     })
+}
+
+/// How long each rule took when it last ran (not when its result was reused), for the whole
+/// process: the order in which a pass starts its rules.
+fn rule_costs() -> &'static std::sync::Mutex<BTreeMap<String, std::time::Duration>> {
+    static COSTS: std::sync::OnceLock<std::sync::Mutex<BTreeMap<String, std::time::Duration>>> =
+        std::sync::OnceLock::new();
+    COSTS.get_or_init(Default::default)
+}
+
+/// The positions of `ids` in the order their rules start: those never run first (in their
+/// order), then the longest when last run.
+fn longest_first<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    costs: &BTreeMap<String, std::time::Duration>,
+) -> Vec<usize> {
+    let mut order: Vec<(usize, Option<std::time::Duration>)> = ids
+        .enumerate()
+        .map(|(i, id)| (i, costs.get(id).copied()))
+        .collect();
+    // A rule never run counts as the longest; the sort is stable, so ties keep the rules' order.
+    order.sort_by_key(|&(_, cost)| std::cmp::Reverse(cost.unwrap_or(std::time::Duration::MAX)));
+    order.into_iter().map(|(i, _)| i).collect()
 }
 
 /// The end of the features' windows in the session's snapshot (epoch ms; `None` without
@@ -536,6 +572,10 @@ async fn run_rule(
             None => cache.remove(&key),
         };
     }
+    rule_costs()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(rule.id.clone(), started.elapsed());
     let flags = batches_to_flags(&rule, &batches, window_end)?;
     tracing::debug!(
         rule = %rule.id,
@@ -820,6 +860,27 @@ pub fn read_flags(snapshot: &crate::lake::Snapshot) -> Result<Vec<FlagRow>, Dete
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rules_start_longest_first_and_those_never_run_before_all() {
+        use std::time::Duration;
+        let costs: std::collections::BTreeMap<String, Duration> =
+            [("a", 20), ("b", 110), ("d", 5), ("e", 110)]
+                .into_iter()
+                .map(|(id, ms)| (id.to_string(), Duration::from_millis(ms)))
+                .collect();
+        let ids = ["a", "b", "c", "d", "e", "f"];
+        // c and f were never run (in the rules' order), then b and e (a tie, in the rules'
+        // order), a, d.
+        assert_eq!(
+            super::longest_first(ids.into_iter(), &costs),
+            vec![2, 5, 1, 4, 0, 3]
+        );
+        assert_eq!(
+            super::longest_first(ids.into_iter(), &Default::default()),
+            vec![0, 1, 2, 3, 4, 5]
+        );
+    }
+
     use super::*;
 
     fn row(account: &str, score: f64, evidence: &str, refs: &[&str], seen: (i64, i64)) -> FlagRow {
