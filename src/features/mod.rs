@@ -1149,21 +1149,46 @@ pub fn run_scoped(
     {
         txn.remove_file(&f.path);
     }
-    let mut report = FeaturesReport::default();
-    for (def, mut df) in [(account_table(), accounts), (pair_table(), pairs)] {
+    let mut report = FeaturesReport {
+        account_rows: accounts.height() as u64,
+        pair_rows: pairs.height() as u64,
+        ..FeaturesReport::default()
+    };
+    let tables = [(account_table(), accounts), (pair_table(), pairs)];
+    let mut files = Vec::with_capacity(tables.len());
+    for (def, _) in &tables {
+        files.push(txn.new_file(def.name, None)?);
+    }
+    // Both tables at once, one thread each: a streaming pass waits for them before its rules.
+    let written: Vec<Result<(DataFrame, u64), FeaturesError>> = std::thread::scope(|s| {
+        let writers: Vec<_> = tables
+            .into_iter()
+            .zip(&files)
+            .map(|((_, mut df), file)| {
+                s.spawn(move || write_parquet(&file.pending, &mut df).map(|bytes| (df, bytes)))
+            })
+            .collect();
+        writers
+            .into_iter()
+            .zip(&files)
+            .map(|(w, file)| {
+                w.join().unwrap_or_else(|_| {
+                    Err(FeaturesError::Io {
+                        path: file.pending.clone(),
+                        source: std::io::Error::other("the writing thread panicked"),
+                    })
+                })
+            })
+            .collect()
+    });
+    for (w, file) in written.into_iter().zip(files) {
+        let (df, bytes) = w?;
         let rows = df.height() as u64;
-        if def.name == "account_features" {
-            report.account_rows = rows;
-        } else {
-            report.pair_rows = rows;
-        }
-        let file = txn.new_file(def.name, None)?;
-        let bytes = write_parquet(&file.pending, &mut df)?;
         // The next scoped run reads this table again: it finds the frame it would decode.
         if let Ok(mut c) = cache::global().lock() {
             c.replace_table(
                 cache::FileKey {
-                    table: def.name.to_string(),
+                    table: file.table.clone(),
                     path: file.fin.clone(),
                     bytes,
                 },
