@@ -372,10 +372,9 @@ pub async fn evaluate(
         .collect()
         .await;
     results.sort_by_key(|(i, _)| *i);
-    let results = results.into_iter().map(|(_, r)| r);
     let mut flags = Vec::new();
     let mut reused = Vec::new();
-    for (r, rule) in results.into_iter().zip(rules) {
+    for ((_, r), rule) in results.into_iter().zip(rules) {
         let (f, again) = r?;
         flags.extend(f);
         if again {
@@ -860,6 +859,8 @@ pub fn read_flags(snapshot: &crate::lake::Snapshot) -> Result<Vec<FlagRow>, Dete
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn rules_start_longest_first_and_those_never_run_before_all() {
         use std::time::Duration;
@@ -872,16 +873,14 @@ mod tests {
         // c and f were never run (in the rules' order), then b and e (a tie, in the rules'
         // order), a, d.
         assert_eq!(
-            super::longest_first(ids.into_iter(), &costs),
+            longest_first(ids.into_iter(), &costs),
             vec![2, 5, 1, 4, 0, 3]
         );
         assert_eq!(
-            super::longest_first(ids.into_iter(), &Default::default()),
+            longest_first(ids.into_iter(), &Default::default()),
             vec![0, 1, 2, 3, 4, 5]
         );
     }
-
-    use super::*;
 
     fn row(account: &str, score: f64, evidence: &str, refs: &[&str], seen: (i64, i64)) -> FlagRow {
         FlagRow {
