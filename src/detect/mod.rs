@@ -309,6 +309,18 @@ fn rules_at_once() -> usize {
         .clamp(1, 4)
 }
 
+/// The tables the rules read from the process's cache of decoded columns
+/// ([`crate::lake::decoded`]): a pass's rules read these windows about fifteen times, and the
+/// next pass mostly the same files.
+const DECODED_TABLES: &[&str] = &[
+    "game_players",
+    "departures",
+    "findings",
+    "account_features",
+    "pair_features",
+    "move_analysis",
+];
+
 /// What the rules found on a snapshot.
 #[derive(Debug)]
 pub struct Evaluation {
@@ -330,16 +342,16 @@ pub async fn evaluate(
     window_end: i64,
 ) -> Result<Evaluation, DetectError> {
     use futures::StreamExt;
-    let ctx = crate::lake::sql::session(
-        snapshot,
-        &rule_tables(),
-        crate::lake::sql::Limits::default(),
-    )
-    .await
-    .map_err(|source| DetectError::Query {
-        rule: "(session)".into(),
-        source,
-    })?;
+    let limits = crate::lake::sql::Limits {
+        decoded: DECODED_TABLES,
+        ..Default::default()
+    };
+    let ctx = crate::lake::sql::session(snapshot, &rule_tables(), limits)
+        .await
+        .map_err(|source| DetectError::Query {
+            rule: "(session)".into(),
+            source,
+        })?;
     let features_end = features_window_end(&ctx).await?;
     // The rules that took longest when last run start first, and a rule starts as soon as a slot
     // is free (not when the rules listed before it are done): on two cores a pass's rules then end
@@ -372,6 +384,13 @@ pub async fn evaluate(
         .collect()
         .await;
     results.sort_by_key(|(i, _)| *i);
+    let cached = crate::lake::decoded::cache().stats();
+    tracing::debug!(
+        held_mib = cached.held_bytes >> 20,
+        hits = cached.hits,
+        misses = cached.misses,
+        "detection columns cache"
+    );
     let mut flags = Vec::new();
     let mut reused = Vec::new();
     for ((_, r), rule) in results.into_iter().zip(rules) {

@@ -25,6 +25,7 @@
 //! cases.
 
 pub mod bounded;
+pub mod decoded;
 pub mod delta;
 pub mod functions;
 pub mod manifest;

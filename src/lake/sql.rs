@@ -221,6 +221,10 @@ pub struct Limits {
     /// The deadline of the query being planned, for sessions that run one query at a time
     /// (the PostgreSQL endpoint's): its plans get [`DeadlineExec`] when one is set.
     pub deadline: Option<Arc<SessionDeadline>>,
+    /// Tables served from the process's cache of decoded columns ([`super::decoded`]) instead of
+    /// read from Parquet at each query: the detection passes' (a pass reads the same window many
+    /// times, and the next pass mostly the same files).
+    pub decoded: &'static [&'static str],
 }
 
 impl Default for Limits {
@@ -231,6 +235,7 @@ impl Default for Limits {
                 .map(|n| n.get())
                 .unwrap_or(2),
             deadline: None,
+            decoded: &[],
         }
     }
 }
@@ -318,7 +323,12 @@ pub async fn session(
         .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     ctx.register_object_store(&url, Arc::new(SnapshotStore::new(snapshot)));
     for def in tables {
-        register(&ctx, snapshot, def).await?;
+        if limits.decoded.contains(&def.name) {
+            let table = super::decoded::DecodedTable::new(snapshot, def);
+            ctx.register_table(def.name, Arc::new(table))?;
+        } else {
+            register(&ctx, snapshot, def).await?;
+        }
     }
     Ok(ctx)
 }

@@ -1,0 +1,776 @@
+//! The detection passes' tables read from a process-wide cache of decoded lake columns instead of from Parquet at every query.
+//!
+//! A streaming pass runs ten rules, and five of them read the same 30-day window of
+//! `game_players` (two of them twice), two the window's `departures`, every one the feature
+//! tables: each read decoded the same Parquet pages again, and the next pass, a second later,
+//! decoded them once more, though all but the newest files were the same. A lake file never
+//! changes once written (a new version of a table is a new file, and its name is never reused),
+//! so a column decoded once is good as long as the file is live.
+//!
+//! [`DecodedTable`] is a DataFusion table over one table of a snapshot: a scan keeps the files
+//! whose partition passes the query's filters on the partition column (as a listing table
+//! prunes them), takes each projected column of each such file from the cache (decoding the file's
+//! missing columns once, cast to the table's types, a column the file lacks read as nulls, as
+//! the listing table does), and serves them from memory; every filter is applied above the scan
+//! by DataFusion. The cache holds at most [`BUDGET_BYTES`]; a column no scan asked for in the
+//! last [`KEEP_SCANS`] scans goes first when room is needed, a column of a file no longer in the
+//! table's snapshot is dropped at the next scan of that table, and when the live columns outgrow
+//! the budget the others are decoded per scan and not kept (so a window larger than the budget
+//! costs what it cost before, never a cache that thrashes).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringArray, new_null_array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::{DFSchema, DataFusionError};
+use datafusion::datasource::TableType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::Snapshot;
+use super::tables::TableDef;
+
+/// The decoded columns the process keeps, at most (the 30-day window's columns the rules read
+/// and both feature tables of a platform of 5,000 games a day take about 70 MiB).
+pub const BUDGET_BYTES: usize = 256 << 20;
+
+/// A column used by one of the last this many scans is never evicted to make room (a pass's
+/// rules make about fifteen scans).
+pub const KEEP_SCANS: u64 = 64;
+
+/// One column of one lake file: the file's table, absolute path and size on disk (a path is never
+/// reused; the size makes a mistaken reuse a miss rather than wrong data), and the column.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ColumnKey {
+    table: &'static str,
+    path: PathBuf,
+    bytes: u64,
+    /// The column's place in the table's definition (fixed for the process).
+    column: usize,
+}
+
+struct Entry {
+    array: ArrayRef,
+    size: usize,
+    /// The scan that last used it.
+    used: u64,
+}
+
+/// The cache's counters since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Columns of files served from memory.
+    pub hits: u64,
+    /// Columns of files decoded from disk.
+    pub misses: u64,
+    /// Bytes held now.
+    pub held_bytes: usize,
+}
+
+/// A bounded cache of decoded columns of lake files.
+pub struct ColumnCache {
+    budget: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<ColumnKey, Entry>,
+    held: usize,
+    scans: u64,
+    hits: u64,
+    misses: u64,
+}
+
+impl ColumnCache {
+    /// An empty cache that holds at most `budget` bytes of decoded columns.
+    pub fn new(budget: usize) -> ColumnCache {
+        ColumnCache {
+            budget,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // The map is consistent after any panic (every change is one insert or remove).
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> CacheStats {
+        let g = self.lock();
+        CacheStats {
+            hits: g.hits,
+            misses: g.misses,
+            held_bytes: g.held,
+        }
+    }
+
+    /// Starts a scan of `table` whose live files are `live`: drops the columns of the table's
+    /// files that are not live any more, and returns the scan's number.
+    fn begin_scan(&self, table: &str, live: &[(PathBuf, u64)]) -> u64 {
+        let mut g = self.lock();
+        g.scans += 1;
+        let live: std::collections::HashSet<(&PathBuf, u64)> =
+            live.iter().map(|(p, b)| (p, *b)).collect();
+        let dead: Vec<ColumnKey> = g
+            .entries
+            .keys()
+            .filter(|k| k.table == table && !live.contains(&(&k.path, k.bytes)))
+            .cloned()
+            .collect();
+        for k in dead {
+            if let Some(e) = g.entries.remove(&k) {
+                g.held -= e.size;
+            }
+        }
+        g.scans
+    }
+
+    /// The cached columns among `keys` (in their order; `None` where missing), marked as used by
+    /// scan `scan`.
+    fn get(&self, keys: &[ColumnKey], scan: u64) -> Vec<Option<ArrayRef>> {
+        let mut g = self.lock();
+        let found: Vec<Option<ArrayRef>> = keys
+            .iter()
+            .map(|k| {
+                g.entries.get_mut(k).map(|e| {
+                    e.used = scan;
+                    Arc::clone(&e.array)
+                })
+            })
+            .collect();
+        let hits = found.iter().filter(|f| f.is_some()).count() as u64;
+        g.hits += hits;
+        g.misses += keys.len() as u64 - hits;
+        found
+    }
+
+    /// Keeps a decoded column if there is room, making room from the columns no recent scan
+    /// used (least recently used first); otherwise it is not kept.
+    fn put(&self, key: ColumnKey, array: &ArrayRef, scan: u64) {
+        let size = array.get_array_memory_size();
+        if size > self.budget / 4 {
+            return;
+        }
+        let mut g = self.lock();
+        if g.entries.contains_key(&key) {
+            return;
+        }
+        if g.held + size > self.budget {
+            let mut stale: Vec<(u64, ColumnKey)> = g
+                .entries
+                .iter()
+                .filter(|(_, e)| e.used + KEEP_SCANS < scan)
+                .map(|(k, e)| (e.used, k.clone()))
+                .collect();
+            stale.sort_by_key(|(used, _)| *used);
+            for (_, k) in stale {
+                if g.held + size <= self.budget {
+                    break;
+                }
+                if let Some(e) = g.entries.remove(&k) {
+                    g.held -= e.size;
+                }
+            }
+            if g.held + size > self.budget {
+                return;
+            }
+        }
+        g.held += size;
+        g.entries.insert(
+            key,
+            Entry {
+                array: Arc::clone(array),
+                size,
+                used: scan,
+            },
+        );
+    }
+}
+
+/// The process's cache (the streaming job's passes share it).
+pub fn cache() -> &'static ColumnCache {
+    static CACHE: OnceLock<ColumnCache> = OnceLock::new();
+    CACHE.get_or_init(|| ColumnCache::new(BUDGET_BYTES))
+}
+
+/// One live file of the table.
+#[derive(Debug, Clone)]
+struct LiveFile {
+    path: PathBuf,
+    bytes: u64,
+    rows: usize,
+    /// The partition value (`2026-11-20` of `date=2026-11-20`), for partitioned tables.
+    partition: Option<String>,
+}
+
+/// One table of a snapshot, served from [`cache`] (see the module's documentation).
+pub struct DecodedTable {
+    name: &'static str,
+    /// The data columns (the files' schema, without the partition column).
+    data: SchemaRef,
+    /// The data columns and the partition column, last.
+    schema: SchemaRef,
+    partition: Option<&'static str>,
+    files: Vec<LiveFile>,
+    cache: &'static ColumnCache,
+}
+
+impl fmt::Debug for DecodedTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DecodedTable({}, {} files)", self.name, self.files.len())
+    }
+}
+
+impl DecodedTable {
+    /// The table `def` of `snapshot`, read through the process's cache.
+    pub fn new(snapshot: &Snapshot, def: &TableDef) -> DecodedTable {
+        DecodedTable::with_cache(snapshot, def, cache())
+    }
+
+    fn with_cache(snapshot: &Snapshot, def: &TableDef, cache: &'static ColumnCache) -> Self {
+        let data = def.schema();
+        let mut fields: Vec<_> = data.fields().iter().cloned().collect();
+        if let Some(p) = def.partition {
+            fields.push(Arc::new(Field::new(p, DataType::Date32, false)));
+        }
+        let files = snapshot
+            .table_files(def.name)
+            .into_iter()
+            .map(|(path, f)| LiveFile {
+                path,
+                bytes: f.bytes,
+                rows: f.rows as usize,
+                partition: f
+                    .partition
+                    .as_deref()
+                    .and_then(|p| p.split_once('='))
+                    .map(|(_, v)| v.to_string()),
+            })
+            .collect();
+        DecodedTable {
+            name: def.name,
+            data,
+            schema: Arc::new(Schema::new(fields)),
+            partition: def.partition,
+            files,
+            cache,
+        }
+    }
+
+    /// The files whose partition passes every filter that reads only the partition column.
+    fn pruned(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+    ) -> datafusion::error::Result<Vec<usize>> {
+        let all: Vec<usize> = (0..self.files.len()).collect();
+        let Some(p) = self.partition else {
+            return Ok(all);
+        };
+        let on_partition: Vec<&Expr> = filters
+            .iter()
+            .filter(|f| {
+                let cols = f.column_refs();
+                !cols.is_empty() && cols.iter().all(|c| c.name == p)
+            })
+            .collect();
+        if on_partition.is_empty() || self.files.is_empty() {
+            return Ok(all);
+        }
+        let values = self.partition_values()?;
+        let schema = Arc::new(Schema::new(vec![Field::new(p, DataType::Date32, true)]));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![values])?;
+        let df_schema = DFSchema::try_from(Arc::clone(&schema))?;
+        let mut keep = vec![true; self.files.len()];
+        for f in on_partition {
+            let expr = state.create_physical_expr(f.clone(), &df_schema)?;
+            let out = expr.evaluate(&batch)?.into_array(batch.num_rows())?;
+            let out = out.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| {
+                DataFusionError::Internal(format!(
+                    "{}: a filter on {p} is not a boolean",
+                    self.name
+                ))
+            })?;
+            for (i, k) in keep.iter_mut().enumerate() {
+                // A null (an unknown partition) keeps nothing, as in a WHERE clause.
+                *k &= out.is_valid(i) && out.value(i);
+            }
+        }
+        Ok(all.into_iter().filter(|&i| keep[i]).collect())
+    }
+
+    /// Each file's partition value as a date: a file of a partitioned table whose partition is
+    /// missing or not a date is an error naming it, never a file silently left out.
+    fn partition_values(&self) -> datafusion::error::Result<ArrayRef> {
+        let text: StringArray = self.files.iter().map(|f| f.partition.as_deref()).collect();
+        let strict = datafusion::arrow::compute::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let bad = |f: &LiveFile, why: String| {
+            DataFusionError::Execution(format!(
+                "{} ({}): the partition {:?} is not a date: {why}",
+                self.name,
+                f.path.display(),
+                f.partition
+            ))
+        };
+        if let Some(f) = self.files.iter().find(|f| f.partition.is_none()) {
+            return Err(bad(f, "none".into()));
+        }
+        datafusion::arrow::compute::cast_with_options(&text, &DataType::Date32, &strict).map_err(
+            |e| {
+                // Which file: the first whose value alone does not cast.
+                let one = |f: &LiveFile| {
+                    let v = StringArray::from(vec![f.partition.as_deref()]);
+                    datafusion::arrow::compute::cast_with_options(&v, &DataType::Date32, &strict)
+                };
+                match self.files.iter().find_map(|f| one(f).err().map(|e| (f, e))) {
+                    Some((f, e)) => bad(f, e.to_string()),
+                    None => DataFusionError::Execution(format!("{}: {e}", self.name)),
+                }
+            },
+        )
+    }
+
+    /// The data columns `columns` (indices into the data schema) of one file, from the cache or
+    /// decoded now (and offered to the cache).
+    fn file_columns(
+        &self,
+        file: &LiveFile,
+        columns: &[usize],
+        scan: u64,
+    ) -> datafusion::error::Result<Vec<ArrayRef>> {
+        let keys: Vec<ColumnKey> = columns
+            .iter()
+            .map(|&c| ColumnKey {
+                table: self.name,
+                path: file.path.clone(),
+                bytes: file.bytes,
+                column: c,
+            })
+            .collect();
+        let mut found = self.cache.get(&keys, scan);
+        let missing: Vec<usize> = (0..columns.len()).filter(|&i| found[i].is_none()).collect();
+        if !missing.is_empty() {
+            let wanted: Vec<usize> = missing.iter().map(|&i| columns[i]).collect();
+            let decoded = self.decode(file, &wanted)?;
+            for (&i, array) in missing.iter().zip(decoded) {
+                self.cache.put(keys[i].clone(), &array, scan);
+                found[i] = Some(array);
+            }
+        }
+        found
+            .into_iter()
+            .map(|a| {
+                a.ok_or_else(|| {
+                    DataFusionError::Internal(format!("{}: a column was lost", self.name))
+                })
+            })
+            .collect()
+    }
+
+    /// Decodes the data columns `columns` of one file, cast to the table's types (a column the
+    /// file does not have is all nulls, as the listing table reads it).
+    fn decode(
+        &self,
+        file: &LiveFile,
+        columns: &[usize],
+    ) -> datafusion::error::Result<Vec<ArrayRef>> {
+        use parquet::arrow::ProjectionMask;
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let at = |e: String| {
+            DataFusionError::Execution(format!("{} ({}): {e}", self.name, file.path.display()))
+        };
+        let handle = std::fs::File::open(&file.path).map_err(|e| at(e.to_string()))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| at(e.to_string()))?;
+        let file_schema = Arc::clone(builder.schema());
+        let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+            .map_err(|e| at(e.to_string()))?;
+        // The file's top-level fields to read, and where each wanted column is among them.
+        let mut roots = Vec::new();
+        let mut at_root: Vec<Option<usize>> = Vec::with_capacity(columns.len());
+        for &c in columns {
+            let name = self.data.field(c).name();
+            at_root.push(file_schema.index_of(name).ok().map(|r| {
+                roots.push(r);
+                roots.len() - 1
+            }));
+        }
+        let read: Vec<RecordBatch> = if roots.is_empty() {
+            Vec::new()
+        } else {
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+            let reader = builder
+                .with_projection(mask)
+                .with_batch_size(64 * 1024)
+                .build()
+                .map_err(|e| at(e.to_string()))?;
+            reader
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| at(e.to_string()))?
+        };
+        // The projected batches hold the roots in file order: find each by name.
+        columns
+            .iter()
+            .zip(at_root)
+            .map(|(&c, root)| {
+                let field = self.data.field(c);
+                let Some(_) = root else {
+                    return Ok(new_null_array(field.data_type(), rows));
+                };
+                let parts: Vec<&dyn Array> = read
+                    .iter()
+                    .map(|b| {
+                        b.column_by_name(field.name())
+                            .map(|a| a.as_ref())
+                            .ok_or_else(|| at(format!("column {} not read", field.name())))
+                    })
+                    .collect::<datafusion::error::Result<_>>()?;
+                let whole: ArrayRef = match parts.as_slice() {
+                    [] => new_null_array(field.data_type(), 0),
+                    [one] => one.slice(0, one.len()),
+                    _ => datafusion::arrow::compute::concat(&parts)?,
+                };
+                if whole.data_type() == field.data_type() {
+                    Ok(whole)
+                } else {
+                    // Not `safe`: a value the table's type cannot hold is an error, never a null.
+                    let strict = datafusion::arrow::compute::CastOptions {
+                        safe: false,
+                        ..Default::default()
+                    };
+                    datafusion::arrow::compute::cast_with_options(
+                        &whole,
+                        field.data_type(),
+                        &strict,
+                    )
+                    .map_err(|e| {
+                        at(format!(
+                            "column {}: {} read as {}: {e}",
+                            field.name(),
+                            whole.data_type(),
+                            field.data_type()
+                        ))
+                    })
+                }
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl TableProvider for DecodedTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::error::Result<Vec<TableProviderFilterPushDown>> {
+        // Every filter is handed to the scan (which prunes partitions with those on the
+        // partition column) and applied again above it.
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let projection: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let projected = Arc::new(self.schema.project(&projection)?);
+        let kept = self.pruned(state, filters)?;
+        let live: Vec<(PathBuf, u64)> = self
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.bytes))
+            .collect();
+        let scan = self.cache.begin_scan(self.name, &live);
+        let n_data = self.data.fields().len();
+        let data_columns: Vec<usize> = projection.iter().copied().filter(|&c| c < n_data).collect();
+        let dates = if self.partition.is_some() && projection.iter().any(|&c| c >= n_data) {
+            Some(self.partition_values()?)
+        } else {
+            None
+        };
+        // One batch per file, the files spread over the session's partitions by rows.
+        let parts = state.config().target_partitions().max(1);
+        let mut partitions: Vec<(usize, Vec<RecordBatch>)> = vec![(0, Vec::new()); parts];
+        let mut order = kept;
+        order.sort_by_key(|&i| std::cmp::Reverse(self.files[i].rows));
+        for i in order {
+            let file = &self.files[i];
+            let decoded = self.file_columns(file, &data_columns, scan)?;
+            let rows = decoded.first().map_or(file.rows, |a| a.len());
+            let mut decoded = decoded.into_iter();
+            let mut arrays = Vec::with_capacity(projection.len());
+            for &c in &projection {
+                if c < n_data {
+                    arrays.push(decoded.next().ok_or_else(|| {
+                        DataFusionError::Internal(format!("{}: a column was lost", self.name))
+                    })?);
+                } else {
+                    let date = dates.as_ref().map(|d| d.slice(i, 1)).ok_or_else(|| {
+                        DataFusionError::Internal(format!("{}: no partition values", self.name))
+                    })?;
+                    let index = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
+                    arrays.push(datafusion::arrow::compute::take(&date, &index, None)?);
+                }
+            }
+            let batch = RecordBatch::try_new_with_options(
+                Arc::clone(&projected),
+                arrays,
+                &RecordBatchOptions::new().with_row_count(Some(rows)),
+            )?;
+            if let Some(slot) = partitions.iter_mut().min_by_key(|(r, _)| *r) {
+                slot.0 += rows;
+                slot.1.push(batch);
+            }
+        }
+        let partitions: Vec<Vec<RecordBatch>> = partitions.into_iter().map(|(_, b)| b).collect();
+        Ok(MemorySourceConfig::try_new_exec(
+            &partitions,
+            projected,
+            None,
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::Lake;
+    use crate::lake::sql::{Limits, session};
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+
+    crate::row_table! {
+        /// A partitioned test table.
+        pub struct Row in "decoded_rows" (partition Some("date"), sort ["k"], bloom []) {
+            /// Key.
+            k: String,
+            /// A number.
+            n: i64,
+            /// A column the oldest file lacks.
+            extra: Option<String>,
+        }
+    }
+
+    fn row(k: &str, n: i64, extra: Option<&str>) -> Row {
+        Row {
+            k: k.into(),
+            n,
+            extra: extra.map(Into::into),
+        }
+    }
+
+    /// Commits one file of `rows` in partition `date`; with `narrow`, the file lacks `extra`.
+    fn commit(lake: &Lake, date: &str, rows: &[Row], narrow: bool) {
+        let def = Row::def();
+        let mut batch = Row::to_batch(rows).unwrap();
+        if narrow {
+            batch = batch.project(&[0, 1]).unwrap();
+        }
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        let f = txn
+            .new_file(def.name, Some(&format!("date={date}")))
+            .unwrap();
+        let bytes =
+            crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch]).unwrap();
+        txn.add_file(f, rows.len() as u64, bytes);
+        txn.commit(serde_json::json!({})).unwrap();
+    }
+
+    fn leaked_cache() -> &'static ColumnCache {
+        Box::leak(Box::new(ColumnCache::new(BUDGET_BYTES)))
+    }
+
+    async fn run(ctx: &datafusion::prelude::SessionContext, q: &str) -> String {
+        let b = ctx.sql(q).await.unwrap().collect().await.unwrap();
+        pretty_format_batches(&b).unwrap().to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queries_read_from_memory_what_the_listing_table_reads_from_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        commit(
+            &lake,
+            "2026-11-20",
+            &[row("a", 1, None), row("b", 2, None)],
+            true,
+        );
+        commit(
+            &lake,
+            "2026-11-21",
+            &[row("c", 3, Some("x")), row("d", 4, None)],
+            false,
+        );
+        commit(&lake, "2026-11-22", &[row("e", 5, Some("y"))], false);
+        let snapshot = lake.snapshot().unwrap();
+        let def = Row::def();
+        let listed = session(&snapshot, std::slice::from_ref(&def), Limits::default())
+            .await
+            .unwrap();
+        let decoded = session(
+            &snapshot,
+            std::slice::from_ref(&def),
+            Limits {
+                decoded: &["decoded_rows"],
+                ..Limits::default()
+            },
+        )
+        .await
+        .unwrap();
+        for q in [
+            "SELECT * FROM decoded_rows ORDER BY k",
+            "SELECT k, date FROM decoded_rows WHERE date >= DATE '2026-11-21' ORDER BY k",
+            "SELECT count(*) FROM decoded_rows WHERE date < CAST('2026-11-21' AS DATE)",
+            "SELECT date, sum(n), count(extra) FROM decoded_rows GROUP BY date ORDER BY date",
+            "SELECT count(*) FROM decoded_rows",
+        ] {
+            assert_eq!(run(&decoded, q).await, run(&listed, q).await, "{q}");
+        }
+        // What both read: the partition as a date, nulls for the column the oldest file lacks.
+        let all = run(
+            &decoded,
+            "SELECT k, n, extra, date FROM decoded_rows ORDER BY k",
+        )
+        .await;
+        assert!(all.contains("| a | 1 |       | 2026-11-20 |"), "{all}");
+        assert!(all.contains("| c | 3 | x     | 2026-11-21 |"), "{all}");
+        let some = run(
+            &decoded,
+            "SELECT k FROM decoded_rows WHERE date > DATE '2026-11-21'",
+        )
+        .await;
+        assert!(some.contains("| e |") && !some.contains("| a |"), "{some}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_column_is_decoded_once_and_dropped_when_its_file_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        commit(&lake, "2026-11-20", &[row("a", 1, None)], false);
+        commit(&lake, "2026-11-21", &[row("b", 2, None)], false);
+        let cache = leaked_cache();
+        let def = Row::def();
+        let ctx = datafusion::prelude::SessionContext::new();
+        let snapshot = lake.snapshot().unwrap();
+        let table = Arc::new(DecodedTable::with_cache(&snapshot, &def, cache));
+        ctx.register_table("decoded_rows", table).unwrap();
+        run(&ctx, "SELECT k, n FROM decoded_rows").await;
+        assert_eq!(cache.stats().misses, 4);
+        assert_eq!(cache.stats().hits, 0);
+        run(&ctx, "SELECT k, n FROM decoded_rows").await;
+        assert_eq!(cache.stats().hits, 4);
+        // Pruned partitions are not read at all.
+        run(
+            &ctx,
+            "SELECT k FROM decoded_rows WHERE date = DATE '2026-11-21'",
+        )
+        .await;
+        assert_eq!(cache.stats().hits, 5);
+        let held = cache.stats().held_bytes;
+        assert!(held > 0);
+        // A later snapshot without the first file: its columns go at the next scan.
+        let first = snapshot
+            .state
+            .table_files(def.name)
+            .next()
+            .unwrap()
+            .path
+            .clone();
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        txn.remove_file(&first);
+        txn.commit(serde_json::json!({})).unwrap();
+        drop(w);
+        let later = lake.snapshot().unwrap();
+        let ctx = datafusion::prelude::SessionContext::new();
+        let table = Arc::new(DecodedTable::with_cache(&later, &def, cache));
+        ctx.register_table("decoded_rows", table).unwrap();
+        let out = run(&ctx, "SELECT k FROM decoded_rows").await;
+        assert!(out.contains("| b |") && !out.contains("| a |"), "{out}");
+        assert!(cache.stats().held_bytes < held);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partition_that_is_not_a_date_is_an_error_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        commit(&lake, "2026-11-20", &[row("a", 1, None)], false);
+        commit(&lake, "someday", &[row("b", 2, None)], false);
+        let ctx = datafusion::prelude::SessionContext::new();
+        let table =
+            DecodedTable::with_cache(&lake.snapshot().unwrap(), &Row::def(), leaked_cache());
+        ctx.register_table("decoded_rows", Arc::new(table)).unwrap();
+        let err = match ctx
+            .sql("SELECT date, count(*) FROM decoded_rows GROUP BY date")
+            .await
+        {
+            Ok(df) => df.collect().await.unwrap_err(),
+            Err(e) => e,
+        }
+        .to_string();
+        assert!(
+            err.contains("someday") && err.contains("not a date"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_cache_keeps_its_budget_and_makes_room_only_from_columns_no_recent_scan_used() {
+        let array = |n: usize| -> ArrayRef {
+            Arc::new(datafusion::arrow::array::Int64Array::from(vec![7i64; n]))
+        };
+        let one = array(1000).get_array_memory_size();
+        let cache = ColumnCache::new(one * 5);
+        let key = |i: usize| ColumnKey {
+            table: "t",
+            path: PathBuf::from(format!("f{i}")),
+            bytes: 1,
+            column: 0,
+        };
+        for i in 0..4 {
+            cache.put(key(i), &array(1000), 1);
+        }
+        assert_eq!(cache.stats().held_bytes, 4 * one);
+        // Full of columns a recent scan used: a new one is served but not kept.
+        cache.put(key(4), &array(1000), 2);
+        cache.put(key(5), &array(1000), 2);
+        assert_eq!(cache.stats().held_bytes, 5 * one);
+        assert!(cache.get(&[key(5)], 2)[0].is_none());
+        // Much later, key 0 used again: room is made from the stalest others, never from it.
+        let late = 2 + KEEP_SCANS + 1;
+        assert!(cache.get(&[key(0)], late)[0].is_some());
+        cache.put(key(6), &array(1000), late);
+        let found = cache.get(&[key(0), key(6)], late);
+        assert!(found.iter().all(Option::is_some));
+        assert!(cache.stats().held_bytes <= one * 5);
+        // A column larger than a quarter of the budget is never kept.
+        cache.put(key(7), &array(2000), late);
+        assert!(cache.get(&[key(7)], late)[0].is_none());
+    }
+}
