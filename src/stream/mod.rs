@@ -531,6 +531,15 @@ impl Taken {
 /// that woke an idle replay thread is fresh: no pull, no second tiny commit).
 const PULL_AGE: Duration = Duration::from_millis(100);
 
+/// Whether a pass that took these messages pulls a fresh commit before it starts: when the
+/// newest commit it takes waited (at least [`PULL_AGE`]), or when only the analysis woke it.
+fn pulls(taken: &Taken) -> bool {
+    match taken.newest {
+        Some(t) => t.elapsed() >= PULL_AGE,
+        None => taken.analysed,
+    }
+}
+
 /// The commit thread: a look at the directory and a commit of what changed, every
 /// `commit_interval`, or at once when the replay thread pulls (`pull`, the number of its latest
 /// request; each look answers the requests made before it began with [`Wake::Looked`]).
@@ -747,7 +756,10 @@ fn analysis_loop(
 /// on the last pass and with `--once`), vacuum every hour.
 /// A pass that takes commits which waited while the last pass ran first pulls (`pull`): the
 /// commit thread looks and commits at once, so the pass starts with everything written until
-/// it began instead of what the last interval's commit held.
+/// it began instead of what the last interval's commit held. So does a pass woken by the
+/// analysis' commit alone: it replays what was written meanwhile too, instead of a detection of
+/// its own that the next commit then waits for (with the analysis on, one pass in five was such
+/// a pass, and it made the tail of the flag latency).
 fn derive_loop(
     lake: &Lake,
     opts: &StreamOptions,
@@ -761,24 +773,33 @@ fn derive_loop(
     let mut since_compaction = 0u64;
     let mut last_vacuum: Option<Instant> = None;
     let mut finish = false;
+    // Whether the last pass took commits: while lines keep coming, the next pass pulls at once
+    // instead of waiting for the commit thread's interval (which a pull restarts, so the wait
+    // was most of an interval less a pass: about a quarter of a second of every cycle).
+    let mut flowing = false;
     while !finish {
-        // Wait for a commit (or for a waiting detection run to be due), then take every message waiting.
+        // Wait for a commit (or for a waiting detection run to be due), then take every message
+        // waiting; while lines keep coming, only what is waiting.
         let wait = derive
             .detection_wait()
             .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(20));
-        let first = match rx.recv_timeout(wait) {
-            Ok(m) => Some(m),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Wake::Finish),
+        let first = if flowing {
+            None
+        } else {
+            match rx.recv_timeout(wait) {
+                Ok(m) => Some(m),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Wake::Finish),
+            }
         };
         let mut taken = Taken::default();
         for m in first.into_iter().chain(rx.try_iter()) {
             taken.take(m);
         }
-        // Commits that waited while the last pass ran: pull what was written since, and wait
-        // (at most a commit interval) for the commit thread's look.
-        if !taken.finish && taken.newest.is_some_and(|t| t.elapsed() >= PULL_AGE) {
+        // Commits that waited while the last pass ran, or lines still coming: pull what was
+        // written since, and wait (at most a commit interval) for the commit thread's look.
+        if !taken.finish && (flowing || pulls(&taken)) {
             let request = pull.fetch_add(1, Ordering::AcqRel) + 1;
             let deadline = Instant::now() + opts.commit_interval;
             while !taken.finish {
@@ -792,6 +813,7 @@ fn derive_loop(
         }
         let commits = taken.commits;
         finish = taken.finish;
+        flowing = commits > 0;
         derive.detect_due |= taken.analysed;
         since_compaction += commits;
         // The last pass waits for the compaction thread's call under way and keeps it out, so
@@ -850,6 +872,22 @@ mod tests {
         assert_eq!(whole.rest(Duration::from_secs(2), true), Duration::ZERO);
         // A share of 0 or less is clamped, never a division by zero.
         assert!(StreamAnalysis::new(0.0, 50_000, 0.05).share > 0.0);
+    }
+
+    #[test]
+    fn a_pass_pulls_after_a_commit_that_waited_or_when_only_the_analysis_woke_it() {
+        let mut taken = Taken::default();
+        // Woken by its own timer: nothing to pull for.
+        assert!(!pulls(&taken));
+        taken.take(Wake::Analysed);
+        assert!(pulls(&taken));
+        // With a commit that just landed, the pass starts at once.
+        taken.take(Wake::Committed(Instant::now()));
+        assert!(!pulls(&taken));
+        let mut waited = Taken::default();
+        let then = Instant::now().checked_sub(PULL_AGE * 2).unwrap();
+        waited.take(Wake::Committed(then));
+        assert!(pulls(&waited));
     }
 
     /// The committed sample log (40 clean games), as text.
