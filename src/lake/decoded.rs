@@ -15,8 +15,11 @@
 //! by DataFusion. The cache holds at most [`BUDGET_BYTES`]; a column no scan asked for in the
 //! last [`KEEP_SCANS`] scans goes first when room is needed, a column of a file no longer in the
 //! table's snapshot is dropped at the next scan of that table, and when the live columns outgrow
-//! the budget the others are decoded per scan and not kept (so a window larger than the budget
-//! costs what it cost before, never a cache that thrashes).
+//! the budget the others are decoded per scan and not kept (a cache that never thrashes). Files
+//! are also skipped on the latest `ts` the manifest records for each, for the filters on `ts` of
+//! the rules that read `departures` and `findings` by time. Left: the columns are decoded while
+//! the plan is made, one file after another, and the decoded batches a scan serves are not
+//! counted in the session's memory pool (the window the rules read, not the history).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -210,6 +213,9 @@ struct LiveFile {
     rows: usize,
     /// The partition value (`2026-11-20` of `date=2026-11-20`), for partitioned tables.
     partition: Option<String>,
+    /// The latest `ts` in the file and its rows without one, where the manifest knows them.
+    max_ts: Option<i64>,
+    ts_nulls: Option<u64>,
 }
 
 /// One table of a snapshot, served from [`cache`] (see the module's documentation).
@@ -254,6 +260,8 @@ impl DecodedTable {
                     .as_deref()
                     .and_then(|p| p.split_once('='))
                     .map(|(_, v)| v.to_string()),
+                max_ts: f.max_ts,
+                ts_nulls: f.ts_nulls,
             })
             .collect();
         DecodedTable {
@@ -306,6 +314,33 @@ impl DecodedTable {
             }
         }
         Ok(all.into_iter().filter(|&i| keep[i]).collect())
+    }
+
+    /// Of `kept`, the files that may hold a row passing the filters on `ts` of the forms
+    /// `ts >= X`, `ts > X` and `ts IS NULL OR ts >= X` (X without columns), judged on the latest
+    /// `ts` the manifest records for each file (a file without that record is kept, and one that may
+    /// hold rows without a time too when the filter lets those through): the rules read the
+    /// window of `departures` and `findings` by time, and their older files are never decoded.
+    fn pruned_on_ts(&self, state: &dyn Session, filters: &[Expr], kept: Vec<usize>) -> Vec<usize> {
+        if !self.data.fields().iter().any(|f| f.name() == "ts") {
+            return kept;
+        }
+        let mut out = kept;
+        for f in filters {
+            let Some((bound, strict, nulls_pass)) = ts_bound(state, f) else {
+                continue;
+            };
+            out.retain(|&i| {
+                let file = &self.files[i];
+                let late = match file.max_ts {
+                    None => true,
+                    Some(m) if strict => m > bound,
+                    Some(m) => m >= bound,
+                };
+                late || (nulls_pass && file.ts_nulls != Some(0))
+            });
+        }
+        out
     }
 
     /// Each file's partition value as a date: a file of a partitioned table whose partition is
@@ -469,6 +504,71 @@ impl DecodedTable {
     }
 }
 
+/// The lower bound a filter puts on `ts` (epoch ms), whether it is strict, and whether rows
+/// without a time pass it too; `None` when the filter is not of a form [`DecodedTable`] prunes on
+/// (or its bound cannot be computed: then nothing is pruned).
+fn ts_bound(state: &dyn Session, filter: &Expr) -> Option<(i64, bool, bool)> {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    let is_ts = |e: &Expr| match e {
+        Expr::Column(c) => c.name == "ts",
+        // A widening cast of the column keeps its order.
+        Expr::Cast(c) => matches!(c.expr.as_ref(), Expr::Column(col) if col.name == "ts"),
+        _ => false,
+    };
+    match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::GtEq | Operator::Gt)
+                && is_ts(left)
+                && right.column_refs().is_empty() =>
+        {
+            let bound = scalar_ms(state, right)?;
+            Some((bound, *op == Operator::Gt, false))
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let (null, other) = match (left.as_ref(), right.as_ref()) {
+                (Expr::IsNull(n), o) | (o, Expr::IsNull(n)) => (n, o),
+                _ => return None,
+            };
+            if !is_ts(null) {
+                return None;
+            }
+            let (bound, strict, _) = ts_bound(state, other)?;
+            Some((bound, strict, true))
+        }
+        _ => None,
+    }
+}
+
+/// The value of an expression without columns, as epoch milliseconds (a timestamp of any unit,
+/// floored to the millisecond: a lower bound stays a lower bound).
+fn scalar_ms(state: &dyn Session, expr: &Expr) -> Option<i64> {
+    use datafusion::arrow::array::Int64Array;
+    use datafusion::arrow::datatypes::TimeUnit;
+    let empty = Arc::new(Schema::empty());
+    let df_schema = DFSchema::try_from(Arc::clone(&empty)).ok()?;
+    let physical = state.create_physical_expr(expr.clone(), &df_schema).ok()?;
+    let one = RecordBatch::try_new_with_options(
+        empty,
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )
+    .ok()?;
+    let value = physical.evaluate(&one).ok()?.into_array(1).ok()?;
+    if !matches!(value.data_type(), DataType::Timestamp(_, _)) {
+        return None;
+    }
+    let ms =
+        datafusion::arrow::compute::cast(&value, &DataType::Timestamp(TimeUnit::Millisecond, None))
+            .ok()?;
+    let ms = datafusion::arrow::compute::cast(&ms, &DataType::Int64).ok()?;
+    let ms = ms.as_any().downcast_ref::<Int64Array>()?;
+    ms.is_valid(0).then(|| ms.value(0))
+}
+
 #[async_trait]
 impl TableProvider for DecodedTable {
     fn schema(&self) -> SchemaRef {
@@ -500,7 +600,7 @@ impl TableProvider for DecodedTable {
             None => (0..self.schema.fields().len()).collect(),
         };
         let projected = Arc::new(self.schema.project(&projection)?);
-        let kept = self.pruned(state, filters)?;
+        let kept = self.pruned_on_ts(state, filters, self.pruned(state, filters)?);
         let live: Vec<(PathBuf, u64)> = self
             .files
             .iter()
@@ -737,6 +837,116 @@ mod tests {
         assert!(
             err.contains("someday") && err.contains("not a date"),
             "{err}"
+        );
+    }
+
+    crate::row_table! {
+        /// A test table with event times.
+        pub struct TsRow in "decoded_ts" (partition Some("date"), sort ["k"], bloom []) {
+            /// Key.
+            k: String,
+            /// Time (epoch ms).
+            ts: Option<crate::lake::record::Ts>,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn files_older_than_a_filter_on_ts_are_never_decoded_and_the_rows_are_the_same() {
+        use crate::lake::record::Ts;
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let def = TsRow::def();
+        // Three files: all before 1,000; from 1,000 to 2,000 with a row without a time; after.
+        let files: [(&str, Vec<TsRow>); 3] = [
+            (
+                "2026-11-20",
+                vec![TsRow {
+                    k: "old".into(),
+                    ts: Some(Ts(500)),
+                }],
+            ),
+            (
+                "2026-11-21",
+                vec![
+                    TsRow {
+                        k: "mid".into(),
+                        ts: Some(Ts(1_500)),
+                    },
+                    TsRow {
+                        k: "untimed".into(),
+                        ts: None,
+                    },
+                ],
+            ),
+            (
+                "2026-11-22",
+                vec![TsRow {
+                    k: "new".into(),
+                    ts: Some(Ts(2_500)),
+                }],
+            ),
+        ];
+        for (date, rows) in &files {
+            let batch = TsRow::to_batch(rows).unwrap();
+            let mut w = lake.writer().unwrap();
+            let mut txn = w.begin("test").unwrap();
+            let f = txn
+                .new_file(def.name, Some(&format!("date={date}")))
+                .unwrap();
+            let bytes =
+                crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch])
+                    .unwrap();
+            let mut meta = crate::lake::parquet::batch_meta(&def, &TsRow::to_batch(rows).unwrap());
+            meta.bytes = bytes;
+            assert!(meta.max_ts.is_some());
+            txn.add_file_meta(f, meta);
+            txn.commit(serde_json::json!({})).unwrap();
+        }
+        let snapshot = lake.snapshot().unwrap();
+        let cache = leaked_cache();
+        let decoded = datafusion::prelude::SessionContext::new();
+        let table = DecodedTable::with_cache(&snapshot, &def, cache);
+        decoded
+            .register_table("decoded_ts", Arc::new(table))
+            .unwrap();
+        let listed = session(&snapshot, std::slice::from_ref(&def), Limits::default())
+            .await
+            .unwrap();
+        let cases = [
+            // (query, files decoded: one column each)
+            (
+                "SELECT k FROM decoded_ts WHERE ts >= to_timestamp_millis(1000) ORDER BY k",
+                2,
+            ),
+            (
+                "SELECT k FROM decoded_ts WHERE ts > to_timestamp_millis(1500) ORDER BY k",
+                1,
+            ),
+            (
+                "SELECT k FROM decoded_ts WHERE ts IS NULL OR ts >= to_timestamp_millis(2000) ORDER BY k",
+                2,
+            ),
+            (
+                "SELECT k FROM decoded_ts WHERE ts IS NOT NULL ORDER BY k",
+                3,
+            ),
+        ];
+        for (q, files) in cases {
+            let before = cache.stats();
+            assert_eq!(run(&decoded, q).await, run(&listed, q).await, "{q}");
+            let after = cache.stats();
+            let read = (after.hits + after.misses) - (before.hits + before.misses);
+            // Each kept file's `k` (and `ts`, for the filter DataFusion applies above the scan).
+            assert_eq!(read, 2 * files, "{q}");
+        }
+        let out = run(
+            &decoded,
+            "SELECT k FROM decoded_ts WHERE ts >= to_timestamp_millis(1000)",
+        )
+        .await;
+        assert!(
+            out.contains("mid") && out.contains("new") && !out.contains("old"),
+            "{out}"
         );
     }
 
