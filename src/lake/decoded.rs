@@ -686,19 +686,25 @@ mod tests {
 
     /// Commits one file of `rows` in partition `date`; with `narrow`, the file lacks `extra`.
     fn commit(lake: &Lake, date: &str, rows: &[Row], narrow: bool) {
-        let def = Row::def();
         let mut batch = Row::to_batch(rows).unwrap();
         if narrow {
             batch = batch.project(&[0, 1]).unwrap();
         }
+        commit_batch(lake, &Row::def(), date, batch);
+    }
+
+    /// Commits `batch` as one file of `def` in partition `date`, with what the manifest records of
+    /// it (rows, size, latest `ts`).
+    fn commit_batch(lake: &Lake, def: &TableDef, date: &str, batch: RecordBatch) {
+        let mut meta = crate::lake::parquet::batch_meta(def, &batch);
         let mut w = lake.writer().unwrap();
         let mut txn = w.begin("test").unwrap();
         let f = txn
             .new_file(def.name, Some(&format!("date={date}")))
             .unwrap();
-        let bytes =
-            crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch]).unwrap();
-        txn.add_file(f, rows.len() as u64, bytes);
+        meta.bytes =
+            crate::lake::parquet::write_file(&f.pending, def, batch.schema(), &[batch]).unwrap();
+        txn.add_file_meta(f, meta);
         txn.commit(serde_json::json!({})).unwrap();
     }
 
@@ -887,22 +893,17 @@ mod tests {
             ),
         ];
         for (date, rows) in &files {
-            let batch = TsRow::to_batch(rows).unwrap();
-            let mut w = lake.writer().unwrap();
-            let mut txn = w.begin("test").unwrap();
-            let f = txn
-                .new_file(def.name, Some(&format!("date={date}")))
-                .unwrap();
-            let bytes =
-                crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch])
-                    .unwrap();
-            let mut meta = crate::lake::parquet::batch_meta(&def, &TsRow::to_batch(rows).unwrap());
-            meta.bytes = bytes;
-            assert!(meta.max_ts.is_some());
-            txn.add_file_meta(f, meta);
-            txn.commit(serde_json::json!({})).unwrap();
+            commit_batch(&lake, &def, date, TsRow::to_batch(rows).unwrap());
         }
+        // What the manifest recorded: the latest time of each file.
         let snapshot = lake.snapshot().unwrap();
+        let mut latest: Vec<Option<i64>> = snapshot
+            .state
+            .table_files(def.name)
+            .map(|f| f.max_ts)
+            .collect();
+        latest.sort();
+        assert_eq!(latest, vec![Some(500), Some(1_500), Some(2_500)]);
         let cache = leaked_cache();
         let decoded = datafusion::prelude::SessionContext::new();
         let table = DecodedTable::with_cache(&snapshot, &def, cache);
