@@ -401,9 +401,7 @@ fn scan_ts_since(
     scan_files(
         snapshot,
         def.name,
-        |f| {
-            f.max_ts.is_none_or(|m| m >= since_ms) || (nullable && f.ts_nulls.is_none_or(|n| n > 0))
-        },
+        |f| f.may_hold_ts_since(since_ms, nullable),
         read,
     )
 }

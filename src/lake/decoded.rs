@@ -37,6 +37,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 
+use super::FileEntry;
 use super::Snapshot;
 use super::tables::TableDef;
 
@@ -205,17 +206,38 @@ pub fn cache() -> &'static ColumnCache {
     CACHE.get_or_init(|| ColumnCache::new(BUDGET_BYTES))
 }
 
-/// One live file of the table.
+/// One live file of the table: its absolute path and what the manifest records of it.
 #[derive(Debug, Clone)]
 struct LiveFile {
     path: PathBuf,
-    bytes: u64,
-    rows: usize,
+    entry: FileEntry,
+}
+
+impl LiveFile {
     /// The partition value (`2026-11-20` of `date=2026-11-20`), for partitioned tables.
-    partition: Option<String>,
-    /// The latest `ts` in the file and its rows without one, where the manifest knows them.
-    max_ts: Option<i64>,
-    ts_nulls: Option<u64>,
+    fn partition(&self) -> Option<&str> {
+        self.entry
+            .partition
+            .as_deref()
+            .and_then(|p| p.split_once('='))
+            .map(|(_, v)| v)
+    }
+
+    fn rows(&self) -> usize {
+        self.entry.rows as usize
+    }
+}
+
+/// `array` as `ty`, where a value `ty` cannot hold is an error, never a null.
+fn cast_strict(
+    array: &dyn Array,
+    ty: &DataType,
+) -> Result<ArrayRef, datafusion::arrow::error::ArrowError> {
+    let strict = datafusion::arrow::compute::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    datafusion::arrow::compute::cast_with_options(array, ty, &strict)
 }
 
 /// One table of a snapshot, served from [`cache`] (see the module's documentation).
@@ -253,15 +275,7 @@ impl DecodedTable {
             .into_iter()
             .map(|(path, f)| LiveFile {
                 path,
-                bytes: f.bytes,
-                rows: f.rows as usize,
-                partition: f
-                    .partition
-                    .as_deref()
-                    .and_then(|p| p.split_once('='))
-                    .map(|(_, v)| v.to_string()),
-                max_ts: f.max_ts,
-                ts_nulls: f.ts_nulls,
+                entry: f.clone(),
             })
             .collect();
         DecodedTable {
@@ -330,15 +344,13 @@ impl DecodedTable {
             let Some((bound, strict, nulls_pass)) = ts_bound(state, f) else {
                 continue;
             };
-            out.retain(|&i| {
-                let file = &self.files[i];
-                let late = match file.max_ts {
-                    None => true,
-                    Some(m) if strict => m > bound,
-                    Some(m) => m >= bound,
-                };
-                late || (nulls_pass && file.ts_nulls != Some(0))
-            });
+            // On whole milliseconds, `ts > X` is `ts >= X + 1`.
+            let since = if strict {
+                bound.saturating_add(1)
+            } else {
+                bound
+            };
+            out.retain(|&i| self.files[i].entry.may_hold_ts_since(since, nulls_pass));
         }
         out
     }
@@ -346,35 +358,28 @@ impl DecodedTable {
     /// Each file's partition value as a date: a file of a partitioned table whose partition is
     /// missing or not a date is an error naming it, never a file silently left out.
     fn partition_values(&self) -> datafusion::error::Result<ArrayRef> {
-        let text: StringArray = self.files.iter().map(|f| f.partition.as_deref()).collect();
-        let strict = datafusion::arrow::compute::CastOptions {
-            safe: false,
-            ..Default::default()
-        };
+        let text: StringArray = self.files.iter().map(LiveFile::partition).collect();
         let bad = |f: &LiveFile, why: String| {
             DataFusionError::Execution(format!(
                 "{} ({}): the partition {:?} is not a date: {why}",
                 self.name,
                 f.path.display(),
-                f.partition
+                f.partition()
             ))
         };
-        if let Some(f) = self.files.iter().find(|f| f.partition.is_none()) {
+        if let Some(f) = self.files.iter().find(|f| f.partition().is_none()) {
             return Err(bad(f, "none".into()));
         }
-        datafusion::arrow::compute::cast_with_options(&text, &DataType::Date32, &strict).map_err(
-            |e| {
-                // Which file: the first whose value alone does not cast.
-                let one = |f: &LiveFile| {
-                    let v = StringArray::from(vec![f.partition.as_deref()]);
-                    datafusion::arrow::compute::cast_with_options(&v, &DataType::Date32, &strict)
-                };
-                match self.files.iter().find_map(|f| one(f).err().map(|e| (f, e))) {
-                    Some((f, e)) => bad(f, e.to_string()),
-                    None => DataFusionError::Execution(format!("{}: {e}", self.name)),
-                }
-            },
-        )
+        cast_strict(&text, &DataType::Date32).map_err(|e| {
+            // Which file: the first whose value alone does not cast.
+            let one = |f: &LiveFile| {
+                cast_strict(&StringArray::from(vec![f.partition()]), &DataType::Date32)
+            };
+            match self.files.iter().find_map(|f| one(f).err().map(|e| (f, e))) {
+                Some((f, e)) => bad(f, e.to_string()),
+                None => DataFusionError::Execution(format!("{}: {e}", self.name)),
+            }
+        })
     }
 
     /// The data columns `columns` (indices into the data schema) of one file, from the cache or
@@ -390,7 +395,7 @@ impl DecodedTable {
             .map(|&c| ColumnKey {
                 table: self.name,
                 path: file.path.clone(),
-                bytes: file.bytes,
+                bytes: file.entry.bytes,
                 column: c,
             })
             .collect();
@@ -480,17 +485,7 @@ impl DecodedTable {
                 if whole.data_type() == field.data_type() {
                     Ok(whole)
                 } else {
-                    // Not `safe`: a value the table's type cannot hold is an error, never a null.
-                    let strict = datafusion::arrow::compute::CastOptions {
-                        safe: false,
-                        ..Default::default()
-                    };
-                    datafusion::arrow::compute::cast_with_options(
-                        &whole,
-                        field.data_type(),
-                        &strict,
-                    )
-                    .map_err(|e| {
+                    cast_strict(&whole, field.data_type()).map_err(|e| {
                         at(format!(
                             "column {}: {} read as {}: {e}",
                             field.name(),
@@ -604,7 +599,7 @@ impl TableProvider for DecodedTable {
         let live: Vec<(PathBuf, u64)> = self
             .files
             .iter()
-            .map(|f| (f.path.clone(), f.bytes))
+            .map(|f| (f.path.clone(), f.entry.bytes))
             .collect();
         let scan = self.cache.begin_scan(self.name, &live);
         let n_data = self.data.fields().len();
@@ -618,11 +613,11 @@ impl TableProvider for DecodedTable {
         let parts = state.config().target_partitions().max(1);
         let mut partitions: Vec<(usize, Vec<RecordBatch>)> = vec![(0, Vec::new()); parts];
         let mut order = kept;
-        order.sort_by_key(|&i| std::cmp::Reverse(self.files[i].rows));
+        order.sort_by_key(|&i| std::cmp::Reverse(self.files[i].rows()));
         for i in order {
             let file = &self.files[i];
             let decoded = self.file_columns(file, &data_columns, scan)?;
-            let rows = decoded.first().map_or(file.rows, |a| a.len());
+            let rows = decoded.first().map_or(file.rows(), |a| a.len());
             let mut decoded = decoded.into_iter();
             let mut arrays = Vec::with_capacity(projection.len());
             for &c in &projection {
@@ -712,6 +707,18 @@ mod tests {
         Box::leak(Box::new(ColumnCache::new(BUDGET_BYTES)))
     }
 
+    /// A session where `def` is a [`DecodedTable`] over `cache`, and nothing else.
+    fn decoded_session(
+        snapshot: &Snapshot,
+        def: &TableDef,
+        cache: &'static ColumnCache,
+    ) -> datafusion::prelude::SessionContext {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let table = DecodedTable::with_cache(snapshot, def, cache);
+        ctx.register_table(def.name, Arc::new(table)).unwrap();
+        ctx
+    }
+
     async fn run(ctx: &datafusion::prelude::SessionContext, q: &str) -> String {
         let b = ctx.sql(q).await.unwrap().collect().await.unwrap();
         pretty_format_batches(&b).unwrap().to_string()
@@ -782,10 +789,8 @@ mod tests {
         commit(&lake, "2026-11-21", &[row("b", 2, None)], false);
         let cache = leaked_cache();
         let def = Row::def();
-        let ctx = datafusion::prelude::SessionContext::new();
         let snapshot = lake.snapshot().unwrap();
-        let table = Arc::new(DecodedTable::with_cache(&snapshot, &def, cache));
-        ctx.register_table("decoded_rows", table).unwrap();
+        let ctx = decoded_session(&snapshot, &def, cache);
         run(&ctx, "SELECT k, n FROM decoded_rows").await;
         assert_eq!(cache.stats().misses, 4);
         assert_eq!(cache.stats().hits, 0);
@@ -814,9 +819,7 @@ mod tests {
         txn.commit(serde_json::json!({})).unwrap();
         drop(w);
         let later = lake.snapshot().unwrap();
-        let ctx = datafusion::prelude::SessionContext::new();
-        let table = Arc::new(DecodedTable::with_cache(&later, &def, cache));
-        ctx.register_table("decoded_rows", table).unwrap();
+        let ctx = decoded_session(&later, &def, cache);
         let out = run(&ctx, "SELECT k FROM decoded_rows").await;
         assert!(out.contains("| b |") && !out.contains("| a |"), "{out}");
         assert!(cache.stats().held_bytes < held);
@@ -828,10 +831,7 @@ mod tests {
         let lake = Lake::open(dir.path()).unwrap();
         commit(&lake, "2026-11-20", &[row("a", 1, None)], false);
         commit(&lake, "someday", &[row("b", 2, None)], false);
-        let ctx = datafusion::prelude::SessionContext::new();
-        let table =
-            DecodedTable::with_cache(&lake.snapshot().unwrap(), &Row::def(), leaked_cache());
-        ctx.register_table("decoded_rows", Arc::new(table)).unwrap();
+        let ctx = decoded_session(&lake.snapshot().unwrap(), &Row::def(), leaked_cache());
         let err = match ctx
             .sql("SELECT date, count(*) FROM decoded_rows GROUP BY date")
             .await
@@ -905,11 +905,7 @@ mod tests {
         latest.sort();
         assert_eq!(latest, vec![Some(500), Some(1_500), Some(2_500)]);
         let cache = leaked_cache();
-        let decoded = datafusion::prelude::SessionContext::new();
-        let table = DecodedTable::with_cache(&snapshot, &def, cache);
-        decoded
-            .register_table("decoded_ts", Arc::new(table))
-            .unwrap();
+        let decoded = decoded_session(&snapshot, &def, cache);
         let listed = session(&snapshot, std::slice::from_ref(&def), Limits::default())
             .await
             .unwrap();

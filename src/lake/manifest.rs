@@ -42,6 +42,15 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
+    /// Whether the file may hold a row with `ts >= since_ms` (its latest `ts` is at or after it,
+    /// or was not recorded) or, with `with_nulls`, a row without a time (a count of them that is
+    /// not 0, or was not recorded): a reader of rows filtered on `ts >= since_ms` (or
+    /// `ts >= since_ms OR ts IS NULL`) can leave out the files for which this is false.
+    pub fn may_hold_ts_since(&self, since_ms: i64, with_nulls: bool) -> bool {
+        self.max_ts.is_none_or(|m| m >= since_ms)
+            || (with_nulls && self.ts_nulls.is_none_or(|n| n > 0))
+    }
+
     /// The version from which this file's rows are in the lake (older than `added` when compacted).
     pub fn data_version(&self) -> u64 {
         self.data_added.unwrap_or(self.added)
