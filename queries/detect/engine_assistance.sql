@@ -176,8 +176,9 @@ CROSS JOIN think_base tb
 LEFT JOIN (
     SELECT a.player AS account,
            array_agg(concat(a.game, ':', CAST(a.seq AS VARCHAR)) ORDER BY a.second_gap DESC, a.game, a.seq) AS refs,
-           min(g.started_at) AS first_seen, max(g.started_at) AS last_seen
-    FROM move_analysis a LEFT JOIN games g ON g.game = a.game
+           min(coalesce(a.ts, arrow_cast(CAST(a.date AS DATE), 'Timestamp(Millisecond, Some("UTC"))'))) AS first_seen,
+           max(coalesce(a.ts, arrow_cast(CAST(a.date AS DATE), 'Timestamp(Millisecond, Some("UTC"))'))) AS last_seen
+    FROM move_analysis a
     WHERE a.matched AND NOT a.forced AND NOT a.auto AND (a.hard OR (a.near_best >= 2 AND a.loss <= 20))
       AND CAST(a.date AS DATE) >= ${window_end_date} - INTERVAL '30 days'
     GROUP BY a.player

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type};
 
+use crate::lake::record::Ts;
 use crate::lake::sql::literal;
 use crate::lake::{Lake, LakeError, Snapshot, Stage};
 use crate::row_table;
@@ -83,6 +84,8 @@ row_table! {
         auto: bool,
         /// Think time as logged (ms).
         think_ms: i64,
+        /// When the move was logged (its event's ts; null in rows written before 2026-12-05).
+        ts: Option<Ts>,
         /// Depth of the deep search's last completed iteration.
         depth: i64,
         /// Nodes searched for the position.
@@ -388,6 +391,7 @@ struct Played {
     legal: bool,
     auto: bool,
     think_ms: i64,
+    ts: i64,
 }
 
 /// The accepted draughts moves of `games` (all of one start date), by game, in seq order.
@@ -398,7 +402,7 @@ async fn moves_of(
 ) -> Result<BTreeMap<String, Vec<Played>>, AnalysisError> {
     let ids: Vec<String> = games.iter().map(|c| literal(&c.game)).collect();
     let sql = format!(
-        "SELECT game, seq, ply, player, text, legal, auto, think_ms FROM moves \
+        "SELECT game, seq, ply, player, text, legal, auto, think_ms, ts FROM moves \
          WHERE date = {} AND accepted AND action = 'move' AND game IN ({}) ORDER BY game, seq",
         literal(date),
         ids.join(", ")
@@ -417,6 +421,7 @@ async fn moves_of(
             c.strings("text")?,
         );
         let (legal, auto, think) = (c.bools("legal")?, c.bools("auto")?, c.ints("think_ms")?);
+        let ts = c.ints("ts")?;
         for i in 0..b.num_rows() {
             out.entry(game[i].clone()).or_default().push(Played {
                 seq: seq[i],
@@ -426,6 +431,7 @@ async fn moves_of(
                 legal: legal[i],
                 auto: auto[i],
                 think_ms: think[i],
+                ts: ts[i],
             });
         }
     }
@@ -473,6 +479,7 @@ fn analyse_game(
             hard: row.hard,
             auto: p.auto,
             think_ms: p.think_ms,
+            ts: Some(Ts(p.ts)),
             depth: i64::from(row.depth),
             nodes: row.nodes as i64,
             engine: tag.to_string(),

@@ -456,9 +456,10 @@ async fn features_window_end(
 /// are the same: a rule is a query without any function whose value changes from call to call
 /// (checked on its plan), and a lake file never changes, so the same SQL over the same files
 /// returns the same rows. In a streaming job the features change at every pass and the derived
-/// tables at every replay: the rules that read neither (`engine_assistance`: `move_analysis` and
-/// `games`, over whole days with `${window_end_date}`; `shared_device_ring`: `game_players`) are
-/// reused in the passes that followed no replay commit.
+/// tables at every replay: the rules that read neither are reused (`engine_assistance` reads
+/// `move_analysis` alone, over whole days with `${window_end_date}`: until the next analysis
+/// commit; `shared_device_ring` reads `game_players`: in the passes that followed no replay
+/// commit).
 struct Reusable {
     sql: String,
     /// The tables the plan scans, with the paths of their files in the snapshot it ran on.
