@@ -119,6 +119,9 @@ pub struct AnalyseOptions {
     pub max_games: Option<usize>,
     /// Games per chunk (rows written, memory released).
     pub chunk_games: usize,
+    /// While set, the engine workers wait before each position: the stream sets it while a pass
+    /// runs, so that its passes never share the cores with the analysis.
+    pub pause: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for AnalyseOptions {
@@ -130,6 +133,18 @@ impl Default for AnalyseOptions {
             threads: 0,
             max_games: None,
             chunk_games: 400,
+            pause: None,
+        }
+    }
+}
+
+impl AnalyseOptions {
+    /// Waits while [`AnalyseOptions::pause`] is set.
+    pub fn wait_while_paused(&self) {
+        if let Some(p) = &self.pause {
+            while p.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
         }
     }
 }
@@ -162,6 +177,9 @@ pub struct AnalyseReport {
     pub rows: u64,
     pub files: u64,
     pub elapsed_ms: u64,
+    /// CPU time of the run's threads (the calling thread and the engine workers), where the
+    /// system tells it (Linux); otherwise `elapsed_ms` times the workers (what they could have used).
+    pub cpu_ms: u64,
     pub positions_per_s: f64,
     pub version: Option<u64>,
 }
@@ -196,6 +214,27 @@ pub struct AnalysisStage {
 
 impl Stage for AnalysisStage {
     const KEY: &'static str = "analysis";
+}
+
+/// The CPU time the calling thread has used since it started (Linux: `CLOCK_THREAD_CPUTIME_ID`;
+/// `None` elsewhere or when the clock fails).
+fn thread_cpu_time() -> Option<std::time::Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+        let done = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        if done == 0 {
+            return Some(std::time::Duration::new(
+                u64::try_from(ts.tv_sec).ok()?,
+                u32::try_from(ts.tv_nsec).ok()?,
+            ));
+        }
+    }
+    None
 }
 
 /// A game to analyse.
@@ -454,6 +493,7 @@ fn analyse_game(
             return None;
         }
         let played = pos.parse_move(&p.text).ok()?;
+        opts.wait_while_paused();
         let row = judge(&pos, &played, engines, opts)?;
         rows.push(MoveAnalysisRow {
             game: c.game.clone(),
@@ -639,6 +679,9 @@ pub fn run(
     progress: &dyn Fn(u64, u64),
 ) -> Result<AnalyseReport, AnalysisError> {
     let started = std::time::Instant::now();
+    let cpu_started = thread_cpu_time();
+    // CPU time of the engine workers, added as each ends (`None` once one could not tell).
+    let mut workers_cpu = Some(std::time::Duration::ZERO);
     let mut report = AnalyseReport::default();
     let snapshot: Snapshot = lake.snapshot()?;
     let rt = runtime()?;
@@ -668,7 +711,8 @@ pub fn run(
         for chunk in games.chunks(opts.chunk_games.max(1)) {
             let moves = rt.block_on(moves_of(&ctx, date, chunk))?;
             let next = std::sync::atomic::AtomicUsize::new(0);
-            let results: Vec<(usize, Option<Vec<MoveAnalysisRow>>)> = std::thread::scope(|s| {
+            let mut results: Vec<(usize, Option<Vec<MoveAnalysisRow>>)> = Vec::new();
+            let spent: Vec<Option<std::time::Duration>> = std::thread::scope(|s| {
                 let workers: Vec<_> = (0..threads.min(chunk.len()).max(1))
                     .map(|_| {
                         s.spawn(|| {
@@ -680,16 +724,22 @@ pub fn run(
                                 let played = moves.get(&c.game).map_or(&[][..], |v| v.as_slice());
                                 out.push((i, analyse_game(c, played, &mut engines, opts, &tag)));
                             }
-                            out
+                            (out, thread_cpu_time())
                         })
                     })
                     .collect();
                 workers
                     .into_iter()
-                    .flat_map(|w| w.join().unwrap_or_default())
+                    .map(|w| {
+                        let (out, cpu) = w.join().unwrap_or_default();
+                        results.extend(out);
+                        cpu
+                    })
                     .collect()
             });
-            let mut results = results;
+            for cpu in spent {
+                workers_cpu = workers_cpu.zip(cpu).map(|(a, b)| a + b);
+            }
             results.sort_by_key(|(i, _)| *i);
             let mut rows = Vec::new();
             for (_, r) in results {
@@ -718,6 +768,14 @@ pub fn run(
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.positions_per_s = report.positions as f64 / (report.elapsed_ms.max(1) as f64 / 1000.0);
+    // The commit (written below) is a few milliseconds of the calling thread: left out.
+    let own_cpu = cpu_started
+        .zip(thread_cpu_time())
+        .map(|(a, b)| b.saturating_sub(a));
+    report.cpu_ms = match own_cpu.zip(workers_cpu) {
+        Some((own, workers)) => (own + workers).as_millis() as u64,
+        None => report.elapsed_ms * threads as u64,
+    };
     if report.rows == 0 {
         txn.abort();
         return Ok(report);
@@ -742,6 +800,50 @@ mod tests {
         assert!((1_700..2_300).contains(&n), "{n}");
         assert!(ids.iter().all(|g| sampled(g, 0.1) == sampled(g, 0.1)));
         assert!(ids.iter().all(|g| !sampled(g, 0.0) && sampled(g, 1.0)));
+    }
+
+    #[test]
+    fn a_paused_analysis_waits_before_its_next_position() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let pause = std::sync::Arc::new(AtomicBool::new(true));
+        let opts = AnalyseOptions {
+            nodes: 2_000,
+            shallow_depth: 2,
+            pause: Some(pause.clone()),
+            ..AnalyseOptions::default()
+        };
+        let start = Position::new(Variant::Brazilian);
+        let first = start.legal_moves()[0].to_full_string();
+        let game = Candidate {
+            game: "g".into(),
+            date: "2026-11-20".into(),
+            variant: Variant::Brazilian,
+            kind: "draughts8".into(),
+        };
+        let moves = vec![Played {
+            seq: 3,
+            ply: 0,
+            player: "a".into(),
+            text: first,
+            legal: true,
+            auto: false,
+            think_ms: 900,
+            ts: 1_763_600_000_000,
+        }];
+        let worker = std::thread::spawn(move || {
+            analyse_game(&game, &moves, &mut Engines::new(), &opts, "t")
+        });
+        // Paused: the position is not judged however long it waits (a search of 2,000 nodes
+        // takes a millisecond).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!worker.is_finished());
+        pause.store(false, Ordering::Release);
+        let rows = worker
+            .join()
+            .expect("the worker ends")
+            .expect("the game is judged");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].seq, rows[0].ts), (3, Some(Ts(1_763_600_000_000))));
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub struct StreamAnalysis {
 
 impl StreamAnalysis {
     /// One thread, four games a round, at `share` of a core with `nodes` per position and a
-    /// `sample` of the games of unflagged accounts.
+    /// `sample` of the games of unflagged accounts; paused while a pass runs.
     pub fn new(share: f64, nodes: u64, sample: f64) -> StreamAnalysis {
         StreamAnalysis {
             share: share.clamp(0.01, 1.0),
@@ -102,16 +102,19 @@ impl StreamAnalysis {
                 sample,
                 threads: 1,
                 max_games: Some(4),
+                pause: Some(Default::default()),
                 ..Default::default()
             },
             idle: Duration::from_secs(10),
         }
     }
 
-    /// The rest after a round that took `busy`: `busy * (1 - share) / share` (at least `idle`
-    /// when the round had nothing to do).
-    pub fn rest(&self, busy: Duration, had_work: bool) -> Duration {
-        let rest = busy.mul_f64((1.0 - self.share) / self.share);
+    /// The rest after a round that used `cpu` of processor time over `wall`: what makes the
+    /// round and its rest last `cpu / share` (none when the round alone lasted that long: its
+    /// thread, at the lowest priority, got less than its share), at least `idle` when the round
+    /// had nothing to do. Over time the analysis then uses at most `share` of one core.
+    pub fn rest(&self, cpu: Duration, wall: Duration, had_work: bool) -> Duration {
+        let rest = cpu.div_f64(self.share).saturating_sub(wall);
         if had_work { rest } else { rest.max(self.idle) }
     }
 }
@@ -432,7 +435,13 @@ pub fn run(
         let compact_tx = compactor.as_ref().map(|_| compact_tx);
         let compacting = &compacting;
         let pull = &pull;
-        let worker = scope.spawn(move || derive_loop(lake, opts, rx, pull, compact_tx, compacting));
+        let pause = opts
+            .analysis
+            .as_ref()
+            .filter(|_| !opts.once)
+            .and_then(|a| a.options.pause.as_deref());
+        let worker =
+            scope.spawn(move || derive_loop(lake, opts, rx, pull, compact_tx, compacting, pause));
         let analyser = opts.analysis.as_ref().filter(|_| !opts.once).map(|a| {
             let tx = tx.clone();
             let followed = &followed;
@@ -628,6 +637,26 @@ fn ingest_loop(
     }
 }
 
+/// The background analysis paused while this lives (a pass): passes that shared the cores with
+/// an analysis round took half as long again, on a 2-core machine even at the lowest priority.
+/// The analysis waits before its next position (a few milliseconds of search), and takes the
+/// time between passes (the pull of their commit), about a quarter of a cycle when lines keep
+/// coming and all of it when they do not.
+struct Paused<'a>(&'a AtomicBool);
+
+impl<'a> Paused<'a> {
+    fn new(flag: &'a AtomicBool) -> Paused<'a> {
+        flag.store(true, Ordering::Release);
+        Paused(flag)
+    }
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// One compaction call, counted in `report` and timed in the debug log.
 fn compact_once(
     lake: &Lake,
@@ -681,7 +710,8 @@ fn compact_loop(
 }
 
 /// Lowers the calling thread's scheduling priority to the nicest (Linux: `setpriority` on the
-/// thread id; elsewhere nothing): the compaction thread then runs on what the passes leave idle.
+/// thread id, which the threads it starts inherit; elsewhere nothing): the compaction and analysis
+/// threads then run on what the passes leave idle.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
@@ -691,7 +721,7 @@ fn lower_priority() {
             libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19)
         };
         if done != 0 {
-            tracing::debug!("the compaction thread keeps its priority (setpriority failed)");
+            tracing::debug!("a background thread keeps its priority (setpriority failed)");
         }
     }
 }
@@ -700,7 +730,10 @@ fn lower_priority() {
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
 /// The analysis thread: rounds of `vigie analyse` (flagged accounts' games first) until the stream
-/// stops, each followed by a rest that keeps it to its share of a core. A failed round (a
+/// stops, each followed by a rest that keeps it to its share of a core (counted in the processor
+/// time its rounds used). It waits while a pass runs ([`Paused`]: before a round, and before each
+/// position of a round), and runs at the lowest priority, like compaction, so that it takes the
+/// time between passes and never the cores a pass could use. A failed round (a
 /// concurrent commit, a read error) is logged and counted, and tried again after the rest: the
 /// analysis never stops the stream. Its commits touch only `move_analysis` and its own stage, so
 /// they never conflict with the stream's.
@@ -711,7 +744,9 @@ fn analysis_loop(
     tx: &std::sync::mpsc::Sender<Wake>,
 ) -> StreamReport {
     let mut report = StreamReport::default();
+    lower_priority();
     while !followed.load(Ordering::Relaxed) {
+        a.options.wait_while_paused();
         let started = Instant::now();
         let round = crate::detect::flagged_accounts(lake)
             .map_err(|e| e.to_string())
@@ -720,13 +755,17 @@ fn analysis_loop(
                     .map_err(|e| e.to_string())
             });
         report.analysis_rounds += 1;
+        // A failed round counts its whole time as busy.
+        let mut cpu = started.elapsed();
         let had_work = match round {
             Ok(r) => {
+                cpu = Duration::from_millis(r.cpu_ms);
                 report.games_analysed += r.games_analysed;
                 if r.version.is_some() {
                     tracing::debug!(
                         games = r.games_analysed,
                         positions = r.positions,
+                        cpu_ms = r.cpu_ms,
                         ms = r.elapsed_ms,
                         "stream analysis"
                     );
@@ -740,7 +779,7 @@ fn analysis_loop(
                 false
             }
         };
-        let rest = a.rest(started.elapsed(), had_work);
+        let rest = a.rest(cpu, started.elapsed(), had_work);
         let resting = Instant::now();
         while resting.elapsed() < rest && !followed.load(Ordering::Relaxed) {
             std::thread::sleep(
@@ -767,6 +806,7 @@ fn derive_loop(
     pull: &AtomicU64,
     compactor: Option<std::sync::mpsc::Sender<()>>,
     compacting: &std::sync::Mutex<()>,
+    pause: Option<&AtomicBool>,
 ) -> Result<StreamReport, StreamError> {
     let mut report = StreamReport::default();
     let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
@@ -819,7 +859,11 @@ fn derive_loop(
         // The last pass waits for the compaction thread's call under way and keeps it out, so
         // that none of its commits races the last replay's (with `--once` there is no such thread).
         let _last = finish.then(|| compacting.lock().unwrap_or_else(|p| p.into_inner()));
-        let pass = derive.run(lake, finish, &mut report).and_then(|()| {
+        let pass = {
+            let _paused = pause.map(Paused::new);
+            derive.run(lake, finish, &mut report)
+        };
+        let pass = pass.and_then(|()| {
             if since_compaction >= (opts.compact_min_files as u64 / 2).max(1) || finish {
                 since_compaction = 0;
                 match (&compactor, finish) {
@@ -864,12 +908,24 @@ mod tests {
     fn the_background_analysis_rests_to_keep_its_share_of_a_core() {
         let a = StreamAnalysis::new(0.25, 50_000, 0.05);
         assert_eq!(a.options.threads, 1);
-        // Busy 2 s at a quarter of a core: 6 s of rest, so 2 s of work in every 8.
-        assert_eq!(a.rest(Duration::from_secs(2), true), Duration::from_secs(6));
+        let s = Duration::from_secs;
+        // 2 s of processor time in 2 s at a quarter of a core: 6 s of rest, 2 s of work in every 8.
+        assert_eq!(a.rest(s(2), s(2), true), s(6));
+        // The same work stretched over 5 s by busier threads: 3 s of rest, still 2 s in 8.
+        assert_eq!(a.rest(s(2), s(5), true), s(3));
+        // Stretched beyond its whole cycle: no rest, and still no more than a quarter.
+        assert_eq!(a.rest(s(2), s(9), true), Duration::ZERO);
         // Nothing to do: at least the idle wait.
-        assert_eq!(a.rest(Duration::from_millis(100), false), a.idle);
+        assert_eq!(
+            a.rest(
+                Duration::from_millis(100),
+                Duration::from_millis(100),
+                false
+            ),
+            a.idle
+        );
         let whole = StreamAnalysis::new(1.0, 50_000, 0.05);
-        assert_eq!(whole.rest(Duration::from_secs(2), true), Duration::ZERO);
+        assert_eq!(whole.rest(s(2), s(2), true), Duration::ZERO);
         // A share of 0 or less is clamped, never a division by zero.
         assert!(StreamAnalysis::new(0.0, 50_000, 0.05).share > 0.0);
     }
