@@ -119,9 +119,13 @@ pub struct AnalyseOptions {
     pub max_games: Option<usize>,
     /// Games per chunk (rows written, memory released).
     pub chunk_games: usize,
-    /// While set, the engine workers wait before each position: the stream sets it while a pass
-    /// runs, so that its passes never share the cores with the analysis.
+    /// While set, the run waits before each chunk's reads, each position and its commit: the
+    /// stream sets it while a pass runs, so that its passes seldom share the cores with the
+    /// analysis.
     pub pause: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Games never selected: those an earlier run could not follow (the stream's rounds of a
+    /// few games would otherwise take them again every round).
+    pub exclude: BTreeSet<String>,
 }
 
 impl Default for AnalyseOptions {
@@ -134,6 +138,7 @@ impl Default for AnalyseOptions {
             max_games: None,
             chunk_games: 400,
             pause: None,
+            exclude: BTreeSet::new(),
         }
     }
 }
@@ -173,6 +178,8 @@ pub struct AnalyseReport {
     pub games_analysed: u64,
     /// Games skipped: a move our rules refuse was accepted, or a move could not be read.
     pub games_skipped: u64,
+    /// Their ids.
+    pub skipped: Vec<String>,
     pub positions: u64,
     pub rows: u64,
     pub files: u64,
@@ -218,7 +225,7 @@ impl Stage for AnalysisStage {
 
 /// The CPU time the calling thread has used since it started (Linux: `CLOCK_THREAD_CPUTIME_ID`;
 /// `None` elsewhere or when the clock fails).
-fn thread_cpu_time() -> Option<std::time::Duration> {
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
     #[cfg(target_os = "linux")]
     {
         let mut ts = libc::timespec {
@@ -397,7 +404,7 @@ async fn select(
             let accounts = accounts.as_string::<i32>();
             let of_focus = (0..accounts.len())
                 .any(|k| !accounts.is_null(k) && focus.contains(accounts.value(k)));
-            if !(of_focus || sampled(&games[i], opts.sample)) {
+            if !(of_focus || sampled(&games[i], opts.sample)) || opts.exclude.contains(&games[i]) {
                 continue;
             }
             let variant = match kinds[i].as_str() {
@@ -709,6 +716,7 @@ pub fn run(
     }
     for (date, games) in by_date {
         for chunk in games.chunks(opts.chunk_games.max(1)) {
+            opts.wait_while_paused();
             let moves = rt.block_on(moves_of(&ctx, date, chunk))?;
             let next = std::sync::atomic::AtomicUsize::new(0);
             let mut results: Vec<(usize, Option<Vec<MoveAnalysisRow>>)> = Vec::new();
@@ -742,14 +750,17 @@ pub fn run(
             }
             results.sort_by_key(|(i, _)| *i);
             let mut rows = Vec::new();
-            for (_, r) in results {
+            for (i, r) in results {
                 match r {
                     Some(r) => {
                         report.games_analysed += 1;
                         report.positions += r.iter().filter(|x| !x.forced).count() as u64;
                         rows.extend(r);
                     }
-                    None => report.games_skipped += 1,
+                    None => {
+                        report.games_skipped += 1;
+                        report.skipped.extend(chunk.get(i).map(|c| c.game.clone()));
+                    }
                 }
             }
             done += chunk.len() as u64;
@@ -768,14 +779,17 @@ pub fn run(
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.positions_per_s = report.positions as f64 / (report.elapsed_ms.max(1) as f64 / 1000.0);
-    // The commit (written below) is a few milliseconds of the calling thread: left out.
-    let own_cpu = cpu_started
-        .zip(thread_cpu_time())
-        .map(|(a, b)| b.saturating_sub(a));
-    report.cpu_ms = match own_cpu.zip(workers_cpu) {
-        Some((own, workers)) => (own + workers).as_millis() as u64,
-        None => report.elapsed_ms * threads as u64,
+    // Counted again after the commit (the summary it writes has the count before it).
+    let cpu_ms = |elapsed_ms: u64| {
+        let own = cpu_started
+            .zip(thread_cpu_time())
+            .map(|(a, b)| b.saturating_sub(a));
+        match own.zip(workers_cpu) {
+            Some((own, workers)) => (own + workers).as_millis() as u64,
+            None => elapsed_ms * threads as u64,
+        }
     };
+    report.cpu_ms = cpu_ms(report.elapsed_ms);
     if report.rows == 0 {
         txn.abort();
         return Ok(report);
@@ -785,7 +799,9 @@ pub fn run(
         games: prev.as_ref().map_or(0, |p| p.games) + report.games_analysed,
         rows: prev.as_ref().map_or(0, |p| p.rows) + report.rows,
     })?;
+    opts.wait_while_paused();
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
+    report.cpu_ms = cpu_ms(report.elapsed_ms);
     Ok(report)
 }
 

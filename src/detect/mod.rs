@@ -265,13 +265,20 @@ pub fn rule_tables() -> Vec<crate::lake::tables::TableDef> {
 }
 
 /// The accounts with a flag in the lake (the engine analysis takes their games first).
+///
+/// On a runtime of its own on the calling thread, not on detection's: the stream's analysis
+/// thread calls it at the lowest priority, and the threads of a runtime it built first (which
+/// inherit that priority) would run every pass's rules.
 pub fn flagged_accounts(lake: &Lake) -> Result<std::collections::BTreeSet<String>, DetectError> {
     let snapshot = lake.snapshot()?;
     let query = |source| DetectError::Query {
         rule: "(flagged accounts)".into(),
         source,
     };
-    let batches = runtime()?.block_on(async {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let batches = rt.block_on(async {
         let ctx = crate::lake::sql::session(
             &snapshot,
             &[FlagRow::def()],

@@ -711,7 +711,9 @@ fn compact_loop(
 
 /// Lowers the calling thread's scheduling priority to the nicest (Linux: `setpriority` on the
 /// thread id, which the threads it starts inherit; elsewhere nothing): the compaction and analysis
-/// threads then run on what the passes leave idle.
+/// threads then run on what the passes leave idle. Such a thread must not be the first to use a
+/// pool of threads that others share (detection's runtime, polars' pool): its threads would
+/// inherit the priority (`detect::flagged_accounts` builds a runtime of its own for this).
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
@@ -731,9 +733,11 @@ pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
 /// The analysis thread: rounds of `vigie analyse` (flagged accounts' games first) until the stream
 /// stops, each followed by a rest that keeps it to its share of a core (counted in the processor
-/// time its rounds used). It waits while a pass runs ([`Paused`]: before a round, and before each
-/// position of a round), and runs at the lowest priority, like compaction, so that it takes the
-/// time between passes and never the cores a pass could use. A failed round (a
+/// time its rounds used). It waits while a pass runs ([`Paused`]: before a round, and before a
+/// chunk's reads, each position and the commit of a round), and runs at the lowest priority, like
+/// compaction, so that it takes the time between passes and seldom the cores a pass could use (a
+/// round's choice of games, a few tens of milliseconds, does not wait). A game it could not follow
+/// is never taken again (a round of four would otherwise take it every time). A failed round (a
 /// concurrent commit, a read error) is logged and counted, and tried again after the rest: the
 /// analysis never stops the stream. Its commits touch only `move_analysis` and its own stage, so
 /// they never conflict with the stream's.
@@ -745,21 +749,28 @@ fn analysis_loop(
 ) -> StreamReport {
     let mut report = StreamReport::default();
     lower_priority();
+    // The games a round could not follow, never selected again.
+    let mut options = a.options.clone();
     while !followed.load(Ordering::Relaxed) {
-        a.options.wait_while_paused();
+        options.wait_while_paused();
         let started = Instant::now();
-        let round = crate::detect::flagged_accounts(lake)
-            .map_err(|e| e.to_string())
-            .and_then(|focus| {
-                crate::analysis::run(lake, &a.options, &focus, &|_, _| {})
-                    .map_err(|e| e.to_string())
-            });
+        let focus_started = crate::analysis::thread_cpu_time();
+        let focus = crate::detect::flagged_accounts(lake).map_err(|e| e.to_string());
+        let focus_cpu = focus_started
+            .zip(crate::analysis::thread_cpu_time())
+            .map(|(a, b)| b.saturating_sub(a));
+        let round = focus.and_then(|focus| {
+            crate::analysis::run(lake, &options, &focus, &|_, _| {}).map_err(|e| e.to_string())
+        });
         report.analysis_rounds += 1;
-        // A failed round counts its whole time as busy.
+        // A failed round, or a clock that cannot tell, counts its whole time as busy.
         let mut cpu = started.elapsed();
         let had_work = match round {
             Ok(r) => {
-                cpu = Duration::from_millis(r.cpu_ms);
+                if let Some(focus_cpu) = focus_cpu {
+                    cpu = focus_cpu + Duration::from_millis(r.cpu_ms);
+                }
+                options.exclude.extend(r.skipped.iter().cloned());
                 report.games_analysed += r.games_analysed;
                 if r.version.is_some() {
                     tracing::debug!(

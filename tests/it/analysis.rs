@@ -88,3 +88,37 @@ fn the_same_game_is_judged_the_same_in_another_lake() {
     assert!(!out[0].is_empty());
     assert_eq!(out[0], out[1]);
 }
+
+#[test]
+fn excluded_games_are_never_selected_and_each_row_keeps_its_move_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lake");
+    copy_dir(sample_lake(), &path);
+    let lake = vigie::catalog::open_existing(&path).unwrap();
+    let eligible: Vec<String> = sql_text(
+        &path,
+        "SELECT game FROM games WHERE kind IN ('draughts10', 'draughts8') AND mode = 'standard' \
+         AND rated AND closed AND finished ORDER BY date, game",
+    )
+    .into_iter()
+    .map(|r| r[0].clone())
+    .collect();
+    assert!(eligible.len() >= 2, "{eligible:?}");
+    // Every eligible game but the last excluded: a run of one game takes the last.
+    let last = eligible[eligible.len() - 1].clone();
+    let mut opts = options(1);
+    opts.exclude = eligible[..eligible.len() - 1].iter().cloned().collect();
+    let r = vigie::analysis::run(&lake, &opts, &Default::default(), &|_, _| {}).unwrap();
+    assert_eq!(r.selected, 1);
+    // The sample's games are clean: every one can be followed.
+    assert_eq!((r.games_analysed, r.skipped.len()), (1, 0));
+    let analysed = sql_text(&path, "SELECT DISTINCT game FROM move_analysis");
+    assert_eq!(analysed, vec![vec![last]]);
+    // Each row has the time its move was logged.
+    let off = sql_first(
+        &path,
+        "SELECT count(*) FROM move_analysis a LEFT JOIN moves m ON m.game = a.game AND m.seq = a.seq \
+         WHERE a.ts IS NULL OR m.ts IS NULL OR a.ts <> m.ts",
+    );
+    assert_eq!(off, "0");
+}
