@@ -31,9 +31,9 @@ pub struct StreamArgs {
     /// Hours the hourly vacuum keeps the files that commits removed (time travel needs them).
     #[arg(long, default_value_t = 168)]
     vacuum_retain: u64,
-    /// Share of one core the engine analysis of draughts games takes in the background while
-    /// following (flagged accounts' games first, then a sample; as `vigie analyse`); 0 turns it
-    /// off. Not with `--once`.
+    /// Share of one core the engine analysis of draughts games takes at most in the background
+    /// while following (flagged accounts' games first, then a sample; as `vigie analyse`; it waits
+    /// while a pass runs); 0 turns it off. Not with `--once`.
     #[arg(long, default_value_t = 0.25)]
     analyse_share: f64,
     /// Nodes the engine searches per position in the background analysis.
