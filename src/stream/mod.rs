@@ -637,9 +637,10 @@ fn ingest_loop(
     }
 }
 
-/// The background analysis paused while this lives (a pass): passes that shared the cores with
-/// an analysis round took half as long again, on a 2-core machine even at the lowest priority.
-/// The analysis waits before its next position (a few milliseconds of search), and takes the
+/// The background analysis paused while this lives (a pass): on a 2-core machine the passes that
+/// shared the cores with an analysis round (at the same priority) took half as long again.
+/// The analysis waits before its next read, position or commit (a position is a few
+/// milliseconds of search), and takes the
 /// time between passes (the pull of their commit: about a tenth of a core at 10,000 lines a
 /// second over a month of history) and all of its share when lines stop coming.
 struct Paused<'a>(&'a AtomicBool);
