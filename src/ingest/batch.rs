@@ -214,10 +214,12 @@ pub fn ingest_files(
             flush_bytes: opts.flush_bytes,
             report: &mut report,
             counter: &counter,
+            sources: state.sources.clone(),
+            earlier: &state.sources,
         };
         let mut result = Ok(());
         for path in files {
-            if let Err(e) = ctx.file(path, state, opts) {
+            if let Err(e) = ctx.file(path, opts) {
                 result = Err(e);
                 break;
             }
@@ -272,6 +274,11 @@ struct Ctx<'c, 'w, 'a> {
     flush_bytes: usize,
     report: &'c mut IngestReport,
     counter: &'c Arc<AtomicU64>,
+    /// The lake's sources, with those this run has moved: a second copy of a file in the same run
+    /// resumes where the first one stopped.
+    sources: BTreeMap<String, SourceState>,
+    /// The lake's sources as the run found them.
+    earlier: &'c BTreeMap<String, SourceState>,
 }
 
 impl Ctx<'_, '_, '_> {
@@ -333,22 +340,12 @@ impl Ctx<'_, '_, '_> {
         Ok(())
     }
 
-    fn file(
-        &mut self,
-        path: &Path,
-        state: &State,
-        opts: &IngestOptions,
-    ) -> Result<(), IngestError> {
+    fn file(&mut self, path: &Path, opts: &IngestOptions) -> Result<(), IngestError> {
         let path_text = path.to_string_lossy().into_owned();
         match source::container_mismatch(path) {
-            Ok(Some(why)) => return self.corrupt_file(path, state, &why),
+            Ok(Some(why)) => return self.corrupt_file(path, &why),
             Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
-                self.report.files_unreadable += 1;
-                self.report.retry.push(path.to_path_buf());
-                return Ok(());
-            }
+            Err(e) => return self.unreadable(path, &e),
         }
         let fp = match source::fingerprint(path) {
             Ok(source::Fingerprint::Ready(fp)) => fp,
@@ -361,48 +358,41 @@ impl Ctx<'_, '_, '_> {
             }
             Ok(source::Fingerprint::Truncated) => {
                 if opts.final_files || source::settled(path) {
-                    return self.corrupt_file(
-                        path,
-                        state,
-                        "the archive ends before its first line",
-                    );
+                    return self.corrupt_file(path, "the archive ends before its first line");
                 }
                 self.report.files_waiting += 1;
                 self.report.retry.push(path.to_path_buf());
                 return Ok(());
             }
             Ok(source::Fingerprint::Corrupt(error)) => {
-                return self.corrupt_file(path, state, &error);
+                return self.corrupt_file(path, &error);
             }
-            Err(e) => {
-                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
-                self.report.files_unreadable += 1;
-                self.report.retry.push(path.to_path_buf());
-                return Ok(());
-            }
+            Err(e) => return self.unreadable(path, &e),
         };
-        let resume = match source::resume_point(path, &fp, state) {
+        let resume = match source::resume_point(path, &fp, &self.sources, self.earlier) {
             Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
-                self.report.files_unreadable += 1;
-                self.report.retry.push(path.to_path_buf());
-                return Ok(());
-            }
+            Err(e) => return self.unreadable(path, &e),
         };
-        if resume.known && resume.state.sealed {
+        // A sealed archive is read again only when this file holds more than it did (a longer copy
+        // continues it); a copy of what this run has already read past holds nothing new.
+        if resume.superseded || (resume.known && resume.state.sealed && !resume.more) {
             self.report.files_unchanged += 1;
             return Ok(());
         }
         let start = resume.state.offset;
-        let mut reader = match source::open_at(path, start, Arc::clone(self.counter)) {
+        let bad = match source::first_bad_member(path) {
+            Ok(bad) => bad,
+            Err(e) => return self.unreadable(path, &e),
+        };
+        if resume.known && resume.state.sealed && bad.as_ref().is_some_and(|(at, _)| *at <= start) {
+            // Sealed at its failing member: quarantined when it was first read.
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
+        let limit = bad.as_ref().map(|(at, _)| (*at).max(start));
+        let mut reader = match source::open_at(path, start, limit, Arc::clone(self.counter)) {
             Ok(r) => r.final_content(opts.final_files),
-            Err(e) => {
-                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
-                self.report.files_unreadable += 1;
-                self.report.retry.push(path.to_path_buf());
-                return Ok(());
-            }
+            Err(e) => return self.unreadable(path, &e),
         };
         let source_id = resume.state.id.clone();
         let mut line_no = resume.state.lines;
@@ -496,33 +486,44 @@ impl Ctx<'_, '_, '_> {
         self.report.lines_read += lines_here;
         let end = reader.end();
         let mut new_offset = reader.offset();
-        let sealed = match &end {
-            End::Eof { partial, sealed } => {
-                self.report.partial_bytes += partial;
-                *sealed
-            }
-            End::Truncated { partial } if !opts.final_files && !source::settled(path) => {
-                // Perhaps still being written: what it holds so far is read, the rest waits.
-                self.report.partial_bytes += partial;
-                self.report.retry.push(path.to_path_buf());
-                false
-            }
-            End::Truncated { .. } => {
-                self.report.files_corrupt += 1;
-                self.quarantine_corrupt(
-                    path,
-                    &path_text,
-                    &source_id,
-                    new_offset,
-                    "the archive ends mid-stream and has not changed since",
-                )?;
-                true
-            }
-            End::Corrupt { offset, error } => {
-                self.report.files_corrupt += 1;
-                new_offset = *offset;
-                self.quarantine_corrupt(path, &path_text, &source_id, *offset, error)?;
-                true
+        let sealed = if let Some((at, error)) = &bad {
+            // Nothing from the failing member on is taken: the lines before it are read, the
+            // rest of the file is quarantined from the first line it holds.
+            self.quarantine_corrupt(
+                path,
+                &path_text,
+                &source_id,
+                new_offset,
+                &format!("its compressed member from byte {at} fails its check: {error}"),
+            )?;
+            true
+        } else {
+            match &end {
+                End::Eof { partial, sealed } => {
+                    self.report.partial_bytes += partial;
+                    *sealed
+                }
+                End::Truncated { partial } if !opts.final_files && !source::settled(path) => {
+                    // Perhaps still being written: what it holds so far is read, the rest waits.
+                    self.report.partial_bytes += partial;
+                    self.report.retry.push(path.to_path_buf());
+                    false
+                }
+                End::Truncated { .. } => {
+                    self.quarantine_corrupt(
+                        path,
+                        &path_text,
+                        &source_id,
+                        new_offset,
+                        "the archive ends mid-stream and has not changed since",
+                    )?;
+                    true
+                }
+                End::Corrupt { offset, error } => {
+                    new_offset = *offset;
+                    self.quarantine_corrupt(path, &path_text, &source_id, *offset, error)?;
+                    true
+                }
             }
         };
         let newly_sealed = sealed && !resume.state.sealed;
@@ -555,7 +556,18 @@ impl Ctx<'_, '_, '_> {
                 }
             },
         };
-        self.txn.set_source(SourceState {
+        let mut sealed_before = resume.state.sealed_before.clone();
+        if resume.state.sealed {
+            // A longer copy continues a sealed archive: the archive stays known.
+            sealed_before.push(lake::SealedAt {
+                offset: start,
+                head: resume.state.head.clone(),
+                tail: resume.state.tail.clone(),
+            });
+            let excess = sealed_before.len().saturating_sub(lake::SEALED_KEPT);
+            sealed_before.drain(..excess);
+        }
+        self.set_source(SourceState {
             id: source_id,
             fingerprint: fp,
             path: path_text,
@@ -564,10 +576,26 @@ impl Ctx<'_, '_, '_> {
             head: head_hash,
             tail: tail_hash,
             sealed,
+            sealed_before,
         });
         self.maybe_flush()
     }
 
+    /// Leaves a file that cannot be read for a later run (counted, logged, retried).
+    fn unreadable(&mut self, path: &Path, e: &std::io::Error) -> Result<(), IngestError> {
+        tracing::warn!(file = %path.display(), error = %e, "unreadable file, left for a later run");
+        self.report.files_unreadable += 1;
+        self.report.retry.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Moves a source's checkpoint in the transaction, and in this run's view of the sources.
+    fn set_source(&mut self, source: SourceState) {
+        self.sources.insert(source.id.clone(), source.clone());
+        self.txn.set_source(source);
+    }
+
+    /// Quarantines the rest of a corrupt archive from `offset` of its content, and counts it.
     fn quarantine_corrupt(
         &mut self,
         path: &Path,
@@ -576,6 +604,7 @@ impl Ctx<'_, '_, '_> {
         offset: u64,
         error: &str,
     ) -> Result<(), IngestError> {
+        self.report.files_corrupt += 1;
         let (head, len, sha, unread) = match source::head_and_hash(path, source::LINE_CAP) {
             Ok((head, len, sha)) => (head, len, sha, String::new()),
             Err(e) => (
@@ -604,19 +633,14 @@ impl Ctx<'_, '_, '_> {
 
     /// Quarantines a file of which nothing can be read (path, size, hash, reason) and records it
     /// as a sealed source keyed by its bytes, so that it is counted once, not on every run.
-    fn corrupt_file(&mut self, path: &Path, state: &State, why: &str) -> Result<(), IngestError> {
+    fn corrupt_file(&mut self, path: &Path, why: &str) -> Result<(), IngestError> {
         let path_text = path.to_string_lossy().into_owned();
         let (_, _, sha) = match source::head_and_hash(path, 0) {
             Ok(h) => h,
-            Err(e) => {
-                tracing::warn!(file = %path_text, error = %e, "unreadable file, left for a later run");
-                self.report.files_unreadable += 1;
-                self.report.retry.push(path.to_path_buf());
-                return Ok(());
-            }
+            Err(e) => return self.unreadable(path, &e),
         };
         let fingerprint = format!("file:{}", hex(&sha));
-        if state
+        if self
             .sources
             .values()
             .any(|s| s.fingerprint == fingerprint && s.sealed)
@@ -626,10 +650,9 @@ impl Ctx<'_, '_, '_> {
         }
         let id = format!("file-{}", &hex(&sha)[..27]);
         tracing::warn!(file = %path_text, reason = why, "corrupt archive quarantined");
-        self.report.files_corrupt += 1;
         self.quarantine_corrupt(path, &path_text, &id, 0, why)?;
         let empty = hex(&Sha256::digest(b""));
-        self.txn.set_source(SourceState {
+        self.set_source(SourceState {
             id,
             fingerprint,
             path: path_text,
@@ -638,6 +661,7 @@ impl Ctx<'_, '_, '_> {
             head: empty.clone(),
             tail: empty,
             sealed: true,
+            sealed_before: Vec::new(),
         });
         self.maybe_flush()
     }

@@ -1,14 +1,15 @@
 //! Reading source files: discovery, decompression, fingerprints, resuming at a checkpoint, and splitting lines.
 
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use crate::lake::{SourceState, State, hex};
+use crate::lake::{SourceState, hex};
 
 /// Bytes hashed at the start and before the checkpoint to recognise a file's content.
 pub const WINDOW: u64 = 64 * 1024;
@@ -413,6 +414,35 @@ pub struct Resume {
     pub state: SourceState,
     /// Whether the file is already known to the lake.
     pub known: bool,
+    /// Whether the file holds content after the known source's offset (a sealed archive whose
+    /// content a longer file continues must still be read).
+    pub more: bool,
+    /// Whether the file holds exactly what a source held before this run read past it: nothing new,
+    /// and its checkpoint must not move back.
+    pub superseded: bool,
+}
+
+impl Resume {
+    /// Resuming `source`, now seen at `path`.
+    fn known(path: &Path, source: &SourceState, more: bool, superseded: bool) -> Resume {
+        let mut state = source.clone();
+        state.path = path.to_string_lossy().into_owned();
+        Resume {
+            state,
+            known: true,
+            more,
+            superseded,
+        }
+    }
+}
+
+/// Whether the content of `path` up to `offset` has the window hashes `head` and `tail`: then
+/// `Some(whether it goes on past offset)`.
+fn continues(path: &Path, offset: u64, head: &str, tail: &str) -> io::Result<Option<bool>> {
+    Ok(match windows_and_more(path, offset)? {
+        Some((h, t, more)) if h == head && t == tail => Some(more),
+        _ => None,
+    })
 }
 
 /// SHA-256 of a byte range of the decompressed content.
@@ -438,17 +468,24 @@ impl io::Write for HashWriter<'_> {
 /// Hashes of the windows that identify content up to `offset`: (head, tail), or `None` when the
 /// content is shorter than `offset`.
 pub fn window_hashes(path: &Path, offset: u64) -> io::Result<Option<(String, String)>> {
+    Ok(windows_and_more(path, offset)?.map(|(head, tail, _)| (head, tail)))
+}
+
+/// [`window_hashes`], and whether the content goes on after `offset` (a read error past it counts
+/// as more: reading it will tell what it is).
+fn windows_and_more(path: &Path, offset: u64) -> io::Result<Option<(String, String, bool)>> {
     let head_len = offset.min(WINDOW);
     let tail_start = offset - offset.min(WINDOW);
     if Compression::sniff(path)? == Compression::None {
         let mut f = File::open(path)?;
-        if f.metadata()?.len() < offset {
+        let len = f.metadata()?.len();
+        if len < offset {
             return Ok(None);
         }
         let head = hash_range(&mut f, 0, head_len)?;
         f.seek(SeekFrom::Start(tail_start))?;
         let tail = hash_range(&mut f, 0, offset - tail_start)?;
-        return Ok(head.zip(tail));
+        return Ok(head.zip(tail).map(|(h, t)| (h, t, len > offset)));
     }
     // Archives: one pass over the decompressed content.
     let (_, mut r) = open_content(path, Arc::new(AtomicU64::new(0)))?;
@@ -472,7 +509,14 @@ pub fn window_hashes(path: &Path, offset: u64) -> io::Result<Option<(String, Str
         }
         pos = b;
     }
-    Ok(Some((hex(&head.finalize()), hex(&tail.finalize()))))
+    let more = loop {
+        match r.read(&mut buf[..1]) {
+            Ok(n) => break n > 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break true,
+        }
+    };
+    Ok(Some((hex(&head.finalize()), hex(&tail.finalize()), more)))
 }
 
 /// What the start of a file tells: its fingerprint, or why it has none.
@@ -521,33 +565,48 @@ pub fn fingerprint(path: &Path) -> io::Result<Fingerprint> {
 }
 
 /// Decides where to resume a file: after the known source whose content it continues, or from 0.
-pub fn resume_point(path: &Path, fingerprint: &str, state: &State) -> io::Result<Resume> {
-    let candidates: Vec<&SourceState> = state
-        .sources
+/// `sources` are the lake's sources by id, with those an ingest run under way has already moved;
+/// `earlier` the same sources as the run found them: a file that holds exactly the content of a
+/// source before this run moved it (an archive of what a longer copy continued) is known and
+/// holds nothing new.
+pub fn resume_point(
+    path: &Path,
+    fingerprint: &str,
+    sources: &BTreeMap<String, SourceState>,
+    earlier: &BTreeMap<String, SourceState>,
+) -> io::Result<Resume> {
+    let candidates: Vec<&SourceState> = sources
         .values()
         .filter(|s| s.fingerprint == fingerprint)
         .collect();
     for s in &candidates {
-        if let Some((head, tail)) = window_hashes(path, s.offset)?
-            && head == s.head
-            && tail == s.tail
-        {
-            let mut st = (*s).clone();
-            st.path = path.to_string_lossy().into_owned();
-            return Ok(Resume {
-                state: st,
-                known: true,
-            });
+        if let Some(more) = continues(path, s.offset, &s.head, &s.tail)? {
+            return Ok(Resume::known(path, s, more, false));
+        }
+    }
+    for s in &candidates {
+        for w in &s.sealed_before {
+            if continues(path, w.offset, &w.head, &w.tail)? == Some(false) {
+                return Ok(Resume::known(path, s, false, true));
+            }
+        }
+    }
+    for s in earlier
+        .values()
+        .filter(|s| s.fingerprint == fingerprint && sources.get(&s.id).is_some_and(|now| now != *s))
+    {
+        if continues(path, s.offset, &s.head, &s.tail)? == Some(false) {
+            return Ok(Resume::known(path, s, false, true));
         }
     }
     let base_id = &fingerprint[..32.min(fingerprint.len())];
-    let id = if candidates.is_empty() && !state.sources.contains_key(base_id) {
+    let id = if candidates.is_empty() && !sources.contains_key(base_id) {
         base_id.to_string()
     } else {
         let mut k = candidates.len();
         loop {
             let id = format!("{base_id}.{k}");
-            if !state.sources.contains_key(&id) {
+            if !sources.contains_key(&id) {
                 break id;
             }
             k += 1;
@@ -563,13 +622,64 @@ pub fn resume_point(path: &Path, fingerprint: &str, state: &State) -> io::Result
             head: String::new(),
             tail: String::new(),
             sealed: false,
+            sealed_before: Vec::new(),
         },
         known: false,
+        more: true,
+        superseded: false,
     })
 }
 
-/// Opens a file positioned at `offset` of its decompressed content.
-pub fn open_at(path: &Path, offset: u64, counter: Arc<AtomicU64>) -> io::Result<LineReader> {
+/// The first complete compressed member (gzip) or frame (zstd) of an archive that fails its checks
+/// (a bad CRC, bad compressed data, bytes that are not a member): the decompressed offset where it
+/// starts, and the error. `None` for a plain file, or when every complete member checks; an
+/// archive that ends inside a member is left to the reader (which waits for the rest).
+///
+/// A member's checksum is checked only at its end, after its content was decompressed: none of a
+/// failing member's lines can be trusted, even those that read as valid events.
+pub fn first_bad_member(path: &Path) -> io::Result<Option<(u64, String)>> {
+    let c = Compression::sniff(path)?;
+    if c == Compression::None {
+        return Ok(None);
+    }
+    let mut input = BufReader::with_capacity(CHUNK, File::open(path)?);
+    let mut pos = 0u64;
+    loop {
+        if input.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let start = pos;
+        let copied = match c {
+            Compression::Gzip => {
+                let mut dec = flate2::bufread::GzDecoder::new(input);
+                let n = io::copy(&mut dec, &mut io::sink());
+                input = dec.into_inner();
+                n
+            }
+            Compression::Zstd => {
+                let mut dec = zstd::stream::read::Decoder::with_buffer(input)?.single_frame();
+                let n = io::copy(&mut dec, &mut io::sink());
+                input = dec.finish();
+                n
+            }
+            Compression::None => return Ok(None),
+        };
+        match copied {
+            Ok(n) => pos += n,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Ok(Some((start, e.to_string()))),
+        }
+    }
+}
+
+/// Opens a file positioned at `offset` of its decompressed content; with a `limit`, the content
+/// ends there and a line it cuts is left unread.
+pub fn open_at(
+    path: &Path,
+    offset: u64,
+    limit: Option<u64>,
+    counter: Arc<AtomicU64>,
+) -> io::Result<LineReader> {
     let c = Compression::sniff(path)?;
     if c == Compression::None {
         let mut f = File::open(path)?;
@@ -586,16 +696,21 @@ pub fn open_at(path: &Path, offset: u64, counter: Arc<AtomicU64>) -> io::Result<
             "archive shorter than its checkpoint",
         ));
     }
+    if let Some(limit) = limit {
+        let cut: Box<dyn Read + Send> = Box::new(r.take(limit.saturating_sub(offset)));
+        return Ok(LineReader::new(cut, offset, false));
+    }
     Ok(LineReader::new(r, offset, true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::State;
     use std::io::Write;
 
     fn lines(path: &Path) -> (Vec<(u64, Vec<u8>)>, End) {
-        let mut r = open_at(path, 0, Arc::new(AtomicU64::new(0))).unwrap();
+        let mut r = open_at(path, 0, None, Arc::new(AtomicU64::new(0))).unwrap();
         let mut out = Vec::new();
         while let Some(item) = r.next_item() {
             match item {
@@ -678,7 +793,7 @@ mod tests {
             panic!("no fingerprint")
         };
         let mut state = State::default();
-        let r = resume_point(&p, &fp, &state).unwrap();
+        let r = resume_point(&p, &fp, &state.sources, &state.sources).unwrap();
         assert!(!r.known);
         let (head, tail) = window_hashes(&p, 13).unwrap().unwrap();
         let mut s = r.state.clone();
@@ -694,13 +809,13 @@ mod tests {
             .unwrap()
             .write_all(b"third\n")
             .unwrap();
-        let r = resume_point(&p, &fp, &state).unwrap();
+        let r = resume_point(&p, &fp, &state.sources, &state.sources).unwrap();
         assert!(r.known);
         assert_eq!(r.state.offset, 13);
         // Same first line, different content: a new source.
         let q = dir.path().join("b.jsonl");
         std::fs::write(&q, b"first\nsecund\n").unwrap();
-        let r = resume_point(&q, &fp, &state).unwrap();
+        let r = resume_point(&q, &fp, &state.sources, &state.sources).unwrap();
         assert!(!r.known);
         assert_ne!(r.state.id, state.sources.keys().next().unwrap().clone());
         // Not yet a complete first line: no fingerprint.

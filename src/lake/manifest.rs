@@ -91,6 +91,21 @@ pub struct SourceState {
     /// Whether the file was a compressed archive read to its end (nothing more can come).
     #[serde(default)]
     pub sealed: bool,
+    /// Where the source was sealed before a longer copy of it was read on (the latest
+    /// [`SEALED_KEPT`]): an archive holding exactly that content is known and holds nothing new.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sealed_before: Vec<SealedAt>,
+}
+
+/// Sealed checkpoints kept per source.
+pub const SEALED_KEPT: usize = 16;
+
+/// A checkpoint at which a source was sealed: `offset`, `head` and `tail` as in [`SourceState`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedAt {
+    pub offset: u64,
+    pub head: String,
+    pub tail: String,
 }
 
 /// One commit: what it adds, removes, and the checkpoints it moves, all or nothing.

@@ -41,7 +41,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use manifest::{Commit, FileEntry, FileMeta, SourceState, Stage, StageError, State};
+pub use manifest::{
+    Commit, FileEntry, FileMeta, SEALED_KEPT, SealedAt, SourceState, Stage, StageError, State,
+};
 
 /// Make a checkpoint every this many commits.
 pub const CHECKPOINT_EVERY: u64 = 32;
@@ -1216,6 +1218,7 @@ mod tests {
             head: String::new(),
             tail: String::new(),
             sealed: false,
+            sealed_before: Vec::new(),
         };
         let mut w1 = lake.writer().unwrap();
         let lake2 = Lake::open(dir.path()).unwrap();

@@ -130,7 +130,7 @@ pub fn verify_file(path: &Path, only: Option<&str>) -> Result<FileVerdicts, Veri
         path: label.clone(),
         source,
     };
-    let mut reader = source::open_at(path, 0, Arc::new(AtomicU64::new(0)))
+    let mut reader = source::open_at(path, 0, None, Arc::new(AtomicU64::new(0)))
         .map_err(read_err)?
         .final_content(true);
     let mut games: BTreeMap<String, Vec<Logged>> = BTreeMap::new();

@@ -300,6 +300,137 @@ fn a_different_file_with_the_same_first_line_is_not_mistaken() {
     assert_eq!(r.lines_valid, 2);
 }
 
+/// Asserts that `lake` holds the events one file of `content` ingested alone gives.
+fn assert_same_as_one_file(lake: &Path, dir: &Path, content: &[u8]) {
+    let alone = dir.join("alone.jsonl");
+    fs::write(&alone, content).unwrap();
+    let whole = dir.join("whole");
+    ingest(&whole, std::slice::from_ref(&alone));
+    assert_eq!(event_rows(lake), event_rows(&whole));
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn copies_of_a_file_in_one_run_are_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    // A file, a copy of it, and an archive of it, all in one run.
+    fs::write(logs.join("a.jsonl"), lines[..1500].concat()).unwrap();
+    fs::write(logs.join("b.jsonl"), lines[..1500].concat()).unwrap();
+    fs::write(logs.join("c.jsonl.gz"), gzip(&lines[..1500].concat())).unwrap();
+    // Two different files that share their first line, in the same run: two sources.
+    fs::write(
+        logs.join("d.jsonl"),
+        [lines[2000].clone(), lines[2001].clone()].concat(),
+    )
+    .unwrap();
+    fs::write(
+        logs.join("e.jsonl"),
+        [lines[2000].clone(), lines[2002].clone()].concat(),
+    )
+    .unwrap();
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(r.lines_valid, 1500 + 4, "{r:?}");
+    let alone = [
+        lines[..1500].concat(),
+        lines[2000..2003].concat(),
+        lines[2000].clone(),
+    ]
+    .concat();
+    assert_same_as_one_file(&lake, dir.path(), &alone);
+    let state = Lake::open(&lake).unwrap().state().unwrap();
+    assert_eq!(state.sources.len(), 3, "{:?}", state.sources.keys());
+    // Again: nothing new.
+    let again = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((again.lines_read, again.version), (0, None), "{again:?}");
+}
+
+#[test]
+fn a_sealed_archive_continued_by_a_longer_file_is_read_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    let snap = logs.join("snap.jsonl.gz");
+    fs::write(&snap, gzip(&lines[..100].concat())).unwrap();
+    let lake = dir.path().join("lake");
+    assert_eq!(ingest(&lake, std::slice::from_ref(&logs)).lines_valid, 100);
+    // The archive is made again with more lines.
+    fs::write(&snap, gzip(&lines[..150].concat())).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.files_grown, r.lines_valid), (1, 50), "{r:?}");
+    // A plain file holding the same lines and more.
+    fs::write(logs.join("day.jsonl"), lines[..200].concat()).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.files_grown, r.lines_valid), (1, 50), "{r:?}");
+    let unchanged = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(unchanged.lines_read, 0, "{unchanged:?}");
+    assert_same_as_one_file(&lake, dir.path(), &lines[..200].concat());
+}
+
+/// A gzip member of `bytes` stored without compression (level 0), so that a byte of content can be
+/// changed in the archive without a deflate error: only the member's CRC tells.
+fn stored_gzip_with_a_changed_digit(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    gz.write_all(bytes).unwrap();
+    let mut out = gz.finish().unwrap();
+    let at = out
+        .windows(12)
+        .position(|w| w == b"\"think_ms\":2")
+        .expect("a think time in the content");
+    out[at + 11] = b'9';
+    out
+}
+
+#[test]
+fn no_line_of_a_gzip_member_that_fails_its_check_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    // One member, its content changed under its CRC: nothing taken, the file quarantined.
+    let one = logs.join("one.jsonl.gz");
+    fs::write(
+        &one,
+        stored_gzip_with_a_changed_digit(&lines[..300].concat()),
+    )
+    .unwrap();
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, std::slice::from_ref(&one));
+    assert_eq!((r.lines_valid, r.files_corrupt), (0, 1), "{r:?}");
+    assert!(event_rows(&lake).is_empty());
+    let q = read_table(&lake, "quarantine");
+    let reasons: Vec<Option<String>> = q.iter().flat_map(|b| strings(b, "reason")).collect();
+    assert_eq!(reasons, vec![Some("corrupt_archive".to_string())]);
+    // Seen again: counted and quarantined once.
+    let again = ingest(&lake, std::slice::from_ref(&one));
+    assert_eq!((again.files_corrupt, again.version), (0, None), "{again:?}");
+    // Two members, the second failing: the first one's lines are taken, nothing after.
+    let two = logs.join("two.jsonl.gz");
+    let mut bytes = gzip(&lines[1000..1100].concat());
+    bytes.extend(stored_gzip_with_a_changed_digit(
+        &lines[1100..1300].concat(),
+    ));
+    fs::write(&two, bytes).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&two));
+    assert_eq!((r.lines_valid, r.files_corrupt), (100, 1), "{r:?}");
+    // The sound archive delivered again under the same name: the rest of it is read, once.
+    let mut sound = gzip(&lines[1000..1100].concat());
+    sound.extend(gzip(&lines[1100..1300].concat()));
+    fs::write(&two, sound).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&two));
+    assert_eq!((r.lines_valid, r.files_grown), (200, 1), "{r:?}");
+    assert_same_as_one_file(&lake, dir.path(), &lines[1000..1300].concat());
+}
+
 /// A few MB of distinct, valid input: the sample with its game ids renamed per copy.
 fn big_input(dir: &Path, copies: usize) -> PathBuf {
     let logs = dir.join("logs");
