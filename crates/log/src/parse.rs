@@ -336,6 +336,12 @@ fn typed_error(field: &str, expected: &'static str, e: &serde_json::Error) -> Re
     let msg = e.to_string();
     if msg.starts_with("invalid type") {
         wrong(field, expected)
+    } else if let Some(key) = msg
+        .strip_prefix("duplicate field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        // A key twice in a nested object (a player, the clock): the same reason as at the top.
+        Reject::DuplicateField(format!("{field}.{key}"))
     } else {
         invalid(field, msg)
     }
@@ -1158,6 +1164,21 @@ mod tests {
         assert_eq!(
             code(&START.replace("\"white\"", "\"red\"")),
             "invalid_value"
+        );
+        let twice = START.replace("{\"move_s\":30}", "{\"move_s\":30,\"move_s\":20}");
+        assert_eq!(code(&twice), "duplicate_field");
+        assert_eq!(
+            parse_line_detail(twice.as_bytes())
+                .err()
+                .and_then(|r| r.field().map(str::to_owned)),
+            Some("clock.move_s".to_string())
+        );
+        assert_eq!(
+            code(&START.replace(
+                "\"account\":\"acc-1\"",
+                "\"account\":\"acc-1\",\"account\":\"acc-3\""
+            )),
+            "duplicate_field"
         );
         assert_eq!(
             code(&START.replace(",\"clock\":{\"move_s\":30}", "")),
