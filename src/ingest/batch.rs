@@ -115,6 +115,9 @@ struct Job {
 
 type Written = (NewFile, lake::FileMeta);
 
+/// An archive and its first compressed member that fails its check, if any.
+type Checked = (PathBuf, std::io::Result<Option<(u64, String)>>);
+
 /// Ingests files and directories into the lake in one transaction.
 pub fn ingest_paths(
     lake: &Lake,
@@ -184,6 +187,23 @@ pub fn ingest_files(
     let quarantine_schema = quarantine_def.schema();
 
     let written: Vec<Written> = std::thread::scope(|scope| -> Result<Vec<Written>, IngestError> {
+        // Archives are checked member by member a file or two ahead of the reading, on a thread
+        // of their own (the check decompresses the whole archive once more).
+        let (checked_tx, checked) = mpsc::sync_channel::<Checked>(1);
+        scope.spawn(move || {
+            for path in files {
+                if !matches!(
+                    source::Compression::sniff(path),
+                    Ok(source::Compression::Gzip | source::Compression::Zstd)
+                ) {
+                    continue;
+                }
+                let bad = source::first_bad_member(path);
+                if checked_tx.send((path.clone(), bad)).is_err() {
+                    return;
+                }
+            }
+        });
         let (tx, rx) = mpsc::sync_channel::<Job>(1);
         let handle = scope.spawn(move || -> Result<Vec<Written>, IngestError> {
             let mut out = Vec::new();
@@ -216,6 +236,7 @@ pub fn ingest_files(
             counter: &counter,
             sources: state.sources.clone(),
             earlier: &state.sources,
+            checked,
         };
         let mut result = Ok(());
         for path in files {
@@ -279,6 +300,8 @@ struct Ctx<'c, 'w, 'a> {
     sources: BTreeMap<String, SourceState>,
     /// The lake's sources as the run found them.
     earlier: &'c BTreeMap<String, SourceState>,
+    /// The archives' checks, in the order of the run's files.
+    checked: mpsc::Receiver<Checked>,
 }
 
 impl Ctx<'_, '_, '_> {
@@ -380,7 +403,7 @@ impl Ctx<'_, '_, '_> {
             return Ok(());
         }
         let start = resume.state.offset;
-        let bad = match source::first_bad_member(path) {
+        let bad = match self.first_bad_member(path) {
             Ok(bad) => bad,
             Err(e) => return self.unreadable(path, &e),
         };
@@ -579,6 +602,21 @@ impl Ctx<'_, '_, '_> {
             sealed_before,
         });
         self.maybe_flush()
+    }
+
+    /// [`source::first_bad_member`] of `path`, from the checking thread when it has it.
+    fn first_bad_member(&mut self, path: &Path) -> std::io::Result<Option<(u64, String)>> {
+        if source::Compression::sniff(path)? == source::Compression::None {
+            return Ok(None);
+        }
+        // The thread checks the archives in the run's order: earlier ones this run skipped are
+        // passed over.
+        while let Ok((checked, bad)) = self.checked.recv() {
+            if checked == path {
+                return bad;
+            }
+        }
+        source::first_bad_member(path)
     }
 
     /// Leaves a file that cannot be read for a later run (counted, logged, retried).
