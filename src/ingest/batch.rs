@@ -187,9 +187,10 @@ pub fn ingest_files(
     let quarantine_schema = quarantine_def.schema();
 
     let written: Vec<Written> = std::thread::scope(|scope| -> Result<Vec<Written>, IngestError> {
-        // Archives are checked member by member a file or two ahead of the reading, on a thread
-        // of their own (the check decompresses the whole archive once more).
-        let (checked_tx, checked) = mpsc::sync_channel::<Checked>(1);
+        // Archives are checked member by member ahead of the reading, on a thread of their own
+        // (the check decompresses the whole archive once more). It never waits for the reading:
+        // the results of the archives the reading skips (unchanged ones) are passed over.
+        let (checked_tx, checked) = mpsc::channel::<Checked>();
         scope.spawn(move || {
             for path in files {
                 if !matches!(
@@ -509,6 +510,12 @@ impl Ctx<'_, '_, '_> {
         self.report.lines_read += lines_here;
         let end = reader.end();
         let mut new_offset = reader.offset();
+        if resume.known && resume.state.sealed && lines_here == 0 {
+            // A sealed source read again without a line (a truncated or corrupt end): what ends
+            // it was quarantined when it was sealed.
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
         let sealed = if let Some((at, error)) = &bad {
             // Nothing from the failing member on is taken: the lines before it are read, the
             // rest of the file is quarantined from the first line it holds.

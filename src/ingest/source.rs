@@ -471,8 +471,9 @@ pub fn window_hashes(path: &Path, offset: u64) -> io::Result<Option<(String, Str
     Ok(windows_and_more(path, offset)?.map(|(head, tail, _)| (head, tail)))
 }
 
-/// [`window_hashes`], and whether the content goes on after `offset` (a read error past it counts
-/// as more: reading it will tell what it is).
+/// [`window_hashes`], and whether readable content goes on after `offset` (a read error right past
+/// it, such as the end of a truncated archive, is no more: that archive was quarantined when its
+/// source was sealed).
 fn windows_and_more(path: &Path, offset: u64) -> io::Result<Option<(String, String, bool)>> {
     let head_len = offset.min(WINDOW);
     let tail_start = offset - offset.min(WINDOW);
@@ -513,7 +514,7 @@ fn windows_and_more(path: &Path, offset: u64) -> io::Result<Option<(String, Stri
         match r.read(&mut buf[..1]) {
             Ok(n) => break n > 0,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break true,
+            Err(_) => break false,
         }
     };
     Ok(Some((hex(&head.finalize()), hex(&tail.finalize()), more)))

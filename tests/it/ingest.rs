@@ -431,6 +431,34 @@ fn no_line_of_a_gzip_member_that_fails_its_check_is_taken() {
     assert_same_as_one_file(&lake, dir.path(), &lines[1000..1300].concat());
 }
 
+#[test]
+fn a_truncated_archive_with_lines_is_quarantined_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = sample_lines();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    let whole = gzip(&lines[..2000].concat());
+    let cut = logs.join("cut.jsonl.gz");
+    fs::write(&cut, &whole[..whole.len() * 2 / 3]).unwrap();
+    // Unchanged for an hour: truncated for good.
+    fs::File::options()
+        .write(true)
+        .open(&cut)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    let lake = dir.path().join("lake");
+    let first = ingest(&lake, std::slice::from_ref(&logs));
+    assert!(first.lines_valid > 100, "{first:?}");
+    assert_eq!(first.files_corrupt, 1, "{first:?}");
+    let again = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(
+        (again.files_corrupt, again.files_unchanged, again.version),
+        (0, 1, None),
+        "{again:?}"
+    );
+}
+
 /// A few MB of distinct, valid input: the sample with its game ids renamed per copy.
 fn big_input(dir: &Path, copies: usize) -> PathBuf {
     let logs = dir.join("logs");
