@@ -115,7 +115,7 @@ struct Job {
 
 type Written = (NewFile, lake::FileMeta);
 
-/// An archive and its first compressed member that fails its check, if any.
+/// A file and its first compressed member that fails its check, if any.
 type Checked = (PathBuf, std::io::Result<Option<(u64, String)>>);
 
 /// Ingests files and directories into the lake in one transaction.
@@ -188,17 +188,11 @@ pub fn ingest_files(
 
     let written: Vec<Written> = std::thread::scope(|scope| -> Result<Vec<Written>, IngestError> {
         // Archives are checked member by member ahead of the reading, on a thread of their own
-        // (the check decompresses the whole archive once more). It never waits for the reading:
-        // the results of the archives the reading skips (unchanged ones) are passed over.
+        // (the check decompresses the whole archive once more; a plain file needs none). It never
+        // waits for the reading: the results of the files the reading skips are passed over.
         let (checked_tx, checked) = mpsc::channel::<Checked>();
         scope.spawn(move || {
             for path in files {
-                if !matches!(
-                    source::Compression::sniff(path),
-                    Ok(source::Compression::Gzip | source::Compression::Zstd)
-                ) {
-                    continue;
-                }
                 let bad = source::first_bad_member(path);
                 if checked_tx.send((path.clone(), bad)).is_err() {
                     return;
@@ -408,11 +402,6 @@ impl Ctx<'_, '_, '_> {
             Ok(bad) => bad,
             Err(e) => return self.unreadable(path, &e),
         };
-        if resume.known && resume.state.sealed && bad.as_ref().is_some_and(|(at, _)| *at <= start) {
-            // Sealed at its failing member: quarantined when it was first read.
-            self.report.files_unchanged += 1;
-            return Ok(());
-        }
         let limit = bad.as_ref().map(|(at, _)| (*at).max(start));
         let mut reader = match source::open_at(path, start, limit, Arc::clone(self.counter)) {
             Ok(r) => r.final_content(opts.final_files),
@@ -511,8 +500,8 @@ impl Ctx<'_, '_, '_> {
         let end = reader.end();
         let mut new_offset = reader.offset();
         if resume.known && resume.state.sealed && lines_here == 0 {
-            // A sealed source read again without a line (a truncated or corrupt end): what ends
-            // it was quarantined when it was sealed.
+            // A sealed source read again without a line (a truncated end, or its failing member
+            // right at the checkpoint): what ends it was quarantined when it was sealed.
             self.report.files_unchanged += 1;
             return Ok(());
         }
@@ -611,12 +600,9 @@ impl Ctx<'_, '_, '_> {
         self.maybe_flush()
     }
 
-    /// [`source::first_bad_member`] of `path`, from the checking thread when it has it.
+    /// [`source::first_bad_member`] of `path`, from the checking thread.
     fn first_bad_member(&mut self, path: &Path) -> std::io::Result<Option<(u64, String)>> {
-        if source::Compression::sniff(path)? == source::Compression::None {
-            return Ok(None);
-        }
-        // The thread checks the archives in the run's order: earlier ones this run skipped are
+        // The thread checks the files in the run's order: earlier ones this run skipped are
         // passed over.
         while let Ok((checked, bad)) = self.checked.recv() {
             if checked == path {
