@@ -14,12 +14,18 @@ fn options(max_games: usize) -> vigie::analysis::AnalyseOptions {
     }
 }
 
+/// A copy of the sample lake in `dir`, opened.
+fn sample_lake_in(dir: &std::path::Path) -> (std::path::PathBuf, vigie::lake::Lake) {
+    let path = dir.join("lake");
+    copy_dir(sample_lake(), &path);
+    let lake = vigie::catalog::open_existing(&path).unwrap();
+    (path, lake)
+}
+
 #[test]
 fn analysis_judges_every_move_of_the_selected_games_once() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("lake");
-    copy_dir(sample_lake(), &path);
-    let lake = vigie::catalog::open_existing(&path).unwrap();
+    let (path, lake) = sample_lake_in(dir.path());
     let eligible = sql_first(
         &path,
         "SELECT count(*) FROM games WHERE kind IN ('draughts10', 'draughts8') AND mode = 'standard' \
@@ -73,9 +79,7 @@ fn the_same_game_is_judged_the_same_in_another_lake() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut out = Vec::new();
     for d in [&a, &b] {
-        let path = d.path().join("lake");
-        copy_dir(sample_lake(), &path);
-        let lake = vigie::catalog::open_existing(&path).unwrap();
+        let (path, lake) = sample_lake_in(d.path());
         // One thread against two: the rows must not depend on it.
         let mut o = options(1);
         o.threads = if out.is_empty() { 1 } else { 2 };
@@ -92,9 +96,7 @@ fn the_same_game_is_judged_the_same_in_another_lake() {
 #[test]
 fn excluded_games_are_never_selected_and_each_row_keeps_its_move_time() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("lake");
-    copy_dir(sample_lake(), &path);
-    let lake = vigie::catalog::open_existing(&path).unwrap();
+    let (path, lake) = sample_lake_in(dir.path());
     let eligible: Vec<String> = sql_text(
         &path,
         "SELECT game FROM games WHERE kind IN ('draughts10', 'draughts8') AND mode = 'standard' \

@@ -23,6 +23,14 @@ fn ingest(lake: &Path, inputs: &[PathBuf]) -> vigie::ingest::IngestReport {
     ingest_paths(&lake, inputs, &quiet()).expect("ingest")
 }
 
+/// A scratch directory and an empty `logs` directory in it.
+fn scratch_logs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    (dir, logs)
+}
+
 fn sample_lines() -> Vec<Vec<u8>> {
     let bytes = fs::read(shared_sample()).expect("sample");
     bytes
@@ -256,9 +264,7 @@ fn grown_file_resumes_and_partial_line_waits() {
 
 #[test]
 fn renamed_and_compressed_copies_add_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let logs = dir.path().join("logs");
-    fs::create_dir(&logs).unwrap();
+    let (dir, logs) = scratch_logs();
     let plain = logs.join("server-a-2026-11-20.jsonl");
     fs::copy(shared_sample(), &plain).unwrap();
     let lake = dir.path().join("lake");
@@ -317,10 +323,8 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn copies_of_a_file_in_one_run_are_read_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, logs) = scratch_logs();
     let lines = sample_lines();
-    let logs = dir.path().join("logs");
-    fs::create_dir(&logs).unwrap();
     // A file, a copy of it, and an archive of it, all in one run.
     fs::write(logs.join("a.jsonl"), lines[..1500].concat()).unwrap();
     fs::write(logs.join("b.jsonl"), lines[..1500].concat()).unwrap();
@@ -355,10 +359,8 @@ fn copies_of_a_file_in_one_run_are_read_once() {
 
 #[test]
 fn a_sealed_archive_continued_by_a_longer_file_is_read_to_the_end() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, logs) = scratch_logs();
     let lines = sample_lines();
-    let logs = dir.path().join("logs");
-    fs::create_dir(&logs).unwrap();
     let snap = logs.join("snap.jsonl.gz");
     fs::write(&snap, gzip(&lines[..100].concat())).unwrap();
     let lake = dir.path().join("lake");
@@ -392,10 +394,8 @@ fn stored_gzip_with_a_changed_digit(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn no_line_of_a_gzip_member_that_fails_its_check_is_taken() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, logs) = scratch_logs();
     let lines = sample_lines();
-    let logs = dir.path().join("logs");
-    fs::create_dir(&logs).unwrap();
     // One member, its content changed under its CRC: nothing taken, the file quarantined.
     let one = logs.join("one.jsonl.gz");
     fs::write(
@@ -433,10 +433,8 @@ fn no_line_of_a_gzip_member_that_fails_its_check_is_taken() {
 
 #[test]
 fn a_truncated_archive_with_lines_is_quarantined_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, logs) = scratch_logs();
     let lines = sample_lines();
-    let logs = dir.path().join("logs");
-    fs::create_dir(&logs).unwrap();
     let whole = gzip(&lines[..2000].concat());
     let cut = logs.join("cut.jsonl.gz");
     fs::write(&cut, &whole[..whole.len() * 2 / 3]).unwrap();
