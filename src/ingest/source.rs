@@ -319,6 +319,10 @@ impl LineReader {
             let from = self.start + scanned;
             if let Some(i) = memchr::memchr(b'\n', &self.buf[from..]) {
                 let nl = from + i;
+                if nl - self.start > LINE_CAP {
+                    // The newline came in the same read as the bytes past the cap.
+                    return self.overlong();
+                }
                 let offset = self.offset();
                 let line_start = self.start;
                 self.start = nl + 1;
@@ -329,7 +333,7 @@ impl LineReader {
                 });
             }
             scanned = self.buf.len() - self.start;
-            if scanned >= LINE_CAP {
+            if scanned > LINE_CAP {
                 return self.overlong();
             }
             if !self.fill() {
@@ -722,6 +726,47 @@ mod tests {
             }
         }
         (out, r.end())
+    }
+
+    #[test]
+    fn a_line_is_kept_whole_up_to_the_cap_and_not_a_byte_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        let mut data = b"a\n".to_vec();
+        // Past the cap by less than one read: its newline arrives with the bytes past the cap.
+        data.extend(std::iter::repeat_n(b'x', LINE_CAP + 1000));
+        data.push(b'\n');
+        let exact = data.len() as u64;
+        data.extend(std::iter::repeat_n(b'y', LINE_CAP));
+        data.extend_from_slice(b"\nb\n");
+        std::fs::write(&p, &data).unwrap();
+        let mut r = open_at(&p, 0, None, Arc::new(AtomicU64::new(0))).unwrap();
+        let mut seen = Vec::new();
+        while let Some(item) = r.next_item() {
+            seen.push(match item {
+                Item::Line { offset, bytes, .. } => (offset, bytes.len(), false),
+                Item::Overlong {
+                    offset,
+                    head,
+                    len,
+                    sha256,
+                } => {
+                    assert_eq!(head.len(), LINE_CAP);
+                    let line = &data[offset as usize..offset as usize + len as usize];
+                    assert_eq!(sha256, <[u8; 32]>::from(Sha256::digest(line)));
+                    (offset, len as usize, true)
+                }
+            });
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (0, 1, false),
+                (2, LINE_CAP + 1000, true),
+                (exact, LINE_CAP, false),
+                (exact + LINE_CAP as u64 + 1, 1, false),
+            ]
+        );
     }
 
     #[test]
