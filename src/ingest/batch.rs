@@ -468,8 +468,9 @@ impl Ctx<'_, '_, '_> {
                     head: first,
                     len,
                     sha256,
+                    newline,
                 } => {
-                    self.report.bytes_read += len + 1;
+                    self.report.bytes_read += len + u64::from(newline);
                     tail.reset_unknown();
                     if let Some(h) = head.as_mut() {
                         feed_head(h, offset, &first, false);

@@ -218,12 +218,14 @@ pub enum Item<'a> {
         bytes: &'a [u8],
         newline: bool,
     },
-    /// A line longer than [`LINE_CAP`]: its first bytes, full length and SHA-256.
+    /// A line longer than [`LINE_CAP`]: its first bytes, full length and SHA-256; `newline` is
+    /// false for the last line of final content (an archive, a file declared final).
     Overlong {
         offset: u64,
         head: Vec<u8>,
         len: u64,
         sha256: [u8; 32],
+        newline: bool,
     },
 }
 
@@ -370,6 +372,7 @@ impl LineReader {
                     head,
                     len,
                     sha256: hasher.finalize().into(),
+                    newline: true,
                 });
             }
             hasher.update(pending);
@@ -378,6 +381,17 @@ impl LineReader {
             self.buf.clear();
             self.start = 0;
             if !self.fill() {
+                if self.eof && self.error.is_none() && self.last_line_complete {
+                    // Final content that ended cleanly: its last line is complete (as in
+                    // `next_item`), and is quarantined like any overlong line, never dropped.
+                    return Some(Item::Overlong {
+                        offset,
+                        head,
+                        len,
+                        sha256: hasher.finalize().into(),
+                        newline: false,
+                    });
+                }
                 // The line never ended: leave it whole for a later run.
                 self.base = offset;
                 self.eof = true;
@@ -728,19 +742,10 @@ mod tests {
         (out, r.end())
     }
 
-    #[test]
-    fn a_line_is_kept_whole_up_to_the_cap_and_not_a_byte_past_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.jsonl");
-        let mut data = b"a\n".to_vec();
-        // Past the cap by less than one read: its newline arrives with the bytes past the cap.
-        data.extend(std::iter::repeat_n(b'x', LINE_CAP + 1000));
-        data.push(b'\n');
-        let exact = data.len() as u64;
-        data.extend(std::iter::repeat_n(b'y', LINE_CAP));
-        data.extend_from_slice(b"\nb\n");
-        std::fs::write(&p, &data).unwrap();
-        let mut r = open_at(&p, 0, None, Arc::new(AtomicU64::new(0))).unwrap();
+    /// Every item of `path` as (offset, length, overlong); an overlong line's head and hash are
+    /// checked against `data`, the file's (decompressed) content.
+    fn items_checked(path: &Path, data: &[u8]) -> (Vec<(u64, usize, bool)>, End) {
+        let mut r = open_at(path, 0, None, Arc::new(AtomicU64::new(0))).unwrap();
         let mut seen = Vec::new();
         while let Some(item) = r.next_item() {
             seen.push(match item {
@@ -750,23 +755,74 @@ mod tests {
                     head,
                     len,
                     sha256,
+                    ..
                 } => {
-                    assert_eq!(head.len(), LINE_CAP);
                     let line = &data[offset as usize..offset as usize + len as usize];
+                    assert_eq!(head, &line[..LINE_CAP]);
                     assert_eq!(sha256, <[u8; 32]>::from(Sha256::digest(line)));
                     (offset, len as usize, true)
                 }
             });
         }
+        (seen, r.end())
+    }
+
+    #[test]
+    fn a_line_is_kept_whole_up_to_the_cap_and_not_a_byte_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Exactly the cap, its newline in the read after the one that filled the cap.
+        let p = dir.path().join("exact.jsonl");
+        let mut data = vec![b'y'; LINE_CAP];
+        data.extend_from_slice(b"\nb\n");
+        std::fs::write(&p, &data).unwrap();
+        let (seen, _) = items_checked(&p, &data);
+        assert_eq!(
+            seen,
+            vec![(0, LINE_CAP, false), (LINE_CAP as u64 + 1, 1, false)]
+        );
+        // Past the cap by less than one read: its newline arrives with the bytes past the cap.
+        let p = dir.path().join("past.jsonl");
+        let mut data = b"a\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', LINE_CAP + 1000));
+        data.extend_from_slice(b"\nb\n");
+        std::fs::write(&p, &data).unwrap();
+        let (seen, _) = items_checked(&p, &data);
         assert_eq!(
             seen,
             vec![
                 (0, 1, false),
                 (2, LINE_CAP + 1000, true),
-                (exact, LINE_CAP, false),
-                (exact + LINE_CAP as u64 + 1, 1, false),
+                (LINE_CAP as u64 + 1003, 1, false),
             ]
         );
+    }
+
+    #[test]
+    fn an_overlong_last_line_of_an_archive_is_not_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl.gz");
+        let mut data = b"a\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', LINE_CAP + 10));
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&p).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(&data).unwrap();
+        gz.finish().unwrap();
+        let (seen, end) = items_checked(&p, &data);
+        assert_eq!(seen, vec![(0, 1, false), (2, LINE_CAP + 10, true)]);
+        assert_eq!(
+            end,
+            End::Eof {
+                partial: 0,
+                sealed: true
+            }
+        );
+        // A plain file still being written keeps its long last line for a later run.
+        let p = dir.path().join("b.jsonl");
+        std::fs::write(&p, &data).unwrap();
+        let (seen, _) = items_checked(&p, &data);
+        assert_eq!(seen, vec![(0, 1, false)]);
     }
 
     #[test]
