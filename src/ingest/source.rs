@@ -340,7 +340,7 @@ impl LineReader {
             }
             if !self.fill() {
                 // A compressed archive that ended cleanly is final: its last line is complete.
-                if self.eof && self.last_line_complete && self.start < self.buf.len() {
+                if self.ended_final() && self.start < self.buf.len() {
                     let offset = self.offset();
                     let line_start = self.start;
                     self.start = self.buf.len();
@@ -355,25 +355,25 @@ impl LineReader {
         }
     }
 
+    /// Whether reading reached the end of final content, whose last line is complete even
+    /// without a newline (an archive read to a clean end, or a file declared final).
+    fn ended_final(&self) -> bool {
+        self.eof && self.last_line_complete
+    }
+
     /// Reads past a line longer than the cap, keeping its head, length and hash.
     fn overlong(&mut self) -> Option<Item<'_>> {
         let offset = self.offset();
         let head = self.buf[self.start..self.start + LINE_CAP].to_vec();
         let mut hasher = Sha256::new();
         let mut len = 0u64;
-        loop {
+        let newline = loop {
             let pending = &self.buf[self.start..];
             if let Some(i) = memchr::memchr(b'\n', pending) {
                 hasher.update(&pending[..i]);
                 len += i as u64;
                 self.start += i + 1;
-                return Some(Item::Overlong {
-                    offset,
-                    head,
-                    len,
-                    sha256: hasher.finalize().into(),
-                    newline: true,
-                });
+                break true;
             }
             hasher.update(pending);
             len += pending.len() as u64;
@@ -381,23 +381,24 @@ impl LineReader {
             self.buf.clear();
             self.start = 0;
             if !self.fill() {
-                if self.eof && self.error.is_none() && self.last_line_complete {
-                    // Final content that ended cleanly: its last line is complete (as in
-                    // `next_item`), and is quarantined like any overlong line, never dropped.
-                    return Some(Item::Overlong {
-                        offset,
-                        head,
-                        len,
-                        sha256: hasher.finalize().into(),
-                        newline: false,
-                    });
+                if self.ended_final() {
+                    // Its last line is complete (as in `next_item`): quarantined like any
+                    // overlong line, never dropped.
+                    break false;
                 }
                 // The line never ended: leave it whole for a later run.
                 self.base = offset;
                 self.eof = true;
                 return None;
             }
-        }
+        };
+        Some(Item::Overlong {
+            offset,
+            head,
+            len,
+            sha256: hasher.finalize().into(),
+            newline,
+        })
     }
 
     /// How reading ended (call after `next_item` returned `None`).
