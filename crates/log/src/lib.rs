@@ -9,6 +9,7 @@
 
 pub mod event;
 pub mod parse;
+mod scan;
 pub mod syntax;
 pub mod write;
 

@@ -8,7 +8,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::event::*;
-use super::syntax;
+use super::{scan, syntax};
 
 /// Lines longer than this are rejected (and kept whole in quarantine).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
@@ -138,9 +138,17 @@ pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
             }),
         });
     }
-    let fields: TopLevel<'_> =
-        serde_json::from_str(trimmed).map_err(|e| Reject::InvalidJson(e.to_string()))?;
-    let mut f = Fields::new(fields.0)?;
+    // The fast scanner takes the lines it is sure of (no escape, shallow nesting, valid JSON);
+    // serde_json takes every other line and words every syntax error.
+    let items = match scan::object(trimmed) {
+        Some(items) => items,
+        None => {
+            serde_json::from_str::<TopLevel<'_>>(trimmed)
+                .map_err(|e| Reject::InvalidJson(e.to_string()))?
+                .0
+        }
+    };
+    let mut f = Fields::new(items)?;
     let event = parse_fields(&mut f)?;
     let (detail, extra) = f.detail_and_extra();
     let mut event = event;
@@ -153,7 +161,7 @@ pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
 }
 
 /// The top-level object as (key, raw value) pairs in order.
-struct TopLevel<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+struct TopLevel<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'de> Deserialize<'de> for TopLevel<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -167,7 +175,7 @@ impl<'de> Deserialize<'de> for TopLevel<'de> {
                 let mut items = Vec::with_capacity(12);
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     let value: &'de RawValue = map.next_value()?;
-                    items.push((key, value));
+                    items.push((key, value.get()));
                 }
                 Ok(TopLevel(items))
             }
@@ -180,12 +188,12 @@ const ENVELOPE: [&str; 6] = ["v", "game", "seq", "ts", "type", "prev"];
 
 /// The fields of a line with a record of which ones the type used.
 struct Fields<'a> {
-    items: Vec<(Cow<'a, str>, &'a RawValue)>,
+    items: Vec<(Cow<'a, str>, &'a str)>,
     used: Vec<bool>,
 }
 
 impl<'a> Fields<'a> {
-    fn new(items: Vec<(Cow<'a, str>, &'a RawValue)>) -> Result<Self, Reject> {
+    fn new(items: Vec<(Cow<'a, str>, &'a str)>) -> Result<Self, Reject> {
         for (i, (k, _)) in items.iter().enumerate() {
             if items[..i].iter().any(|(other, _)| other == k) {
                 return Err(Reject::DuplicateField(k.to_string()));
@@ -195,7 +203,7 @@ impl<'a> Fields<'a> {
         Ok(Fields { items, used })
     }
 
-    fn take(&mut self, name: &str) -> Option<&'a RawValue> {
+    fn take(&mut self, name: &str) -> Option<&'a str> {
         let i = self.items.iter().position(|(k, _)| k == name)?;
         self.used[i] = true;
         Some(self.items[i].1)
@@ -205,7 +213,7 @@ impl<'a> Fields<'a> {
         self.items.iter().any(|(k, _)| k == name)
     }
 
-    fn req(&mut self, name: &str) -> Result<&'a RawValue, Reject> {
+    fn req(&mut self, name: &str) -> Result<&'a str, Reject> {
         self.take(name)
             .ok_or_else(|| Reject::MissingField(name.to_string()))
     }
@@ -233,8 +241,13 @@ impl<'a> Fields<'a> {
     }
 
     fn string(&mut self, name: &str) -> Result<String, Reject> {
+        self.text(name).map(Cow::into_owned)
+    }
+
+    /// A string field borrowed from the line when it has no escape (one only inspected).
+    fn text(&mut self, name: &str) -> Result<Cow<'a, str>, Reject> {
         let raw = self.req(name)?;
-        raw_string(raw, name).map(Cow::into_owned)
+        raw_string(raw, name)
     }
 
     fn opt_string(&mut self, name: &str) -> Result<Option<String>, Reject> {
@@ -257,7 +270,7 @@ impl<'a> Fields<'a> {
         parse: fn(&str) -> Option<E>,
         all: &[&str],
     ) -> Result<E, Reject> {
-        let s = self.string(name)?;
+        let s = self.text(name)?;
         parse(&s).ok_or_else(|| invalid(name, format!("`{s}` is not one of {}", all.join(", "))))
     }
 
@@ -279,7 +292,7 @@ impl<'a> Fields<'a> {
         expected: &'static str,
     ) -> Result<T, Reject> {
         let raw = self.req(name)?;
-        serde_json::from_str(raw.get()).map_err(|e| typed_error(name, expected, &e))
+        serde_json::from_str(raw).map_err(|e| typed_error(name, expected, &e))
     }
 
     fn unknown(&self) -> Vec<(String, String)> {
@@ -287,7 +300,7 @@ impl<'a> Fields<'a> {
             .iter()
             .zip(&self.used)
             .filter(|((k, _), used)| !**used && !ENVELOPE.contains(&k.as_ref()))
-            .map(|((k, v), _)| (k.to_string(), v.get().to_string()))
+            .map(|((k, v), _)| (k.to_string(), v.to_string()))
             .collect()
     }
 
@@ -299,12 +312,12 @@ impl<'a> Fields<'a> {
             if ENVELOPE.contains(&k.as_ref()) {
                 continue;
             }
-            push_pair(&mut detail, k, v.get());
+            push_pair(&mut detail, k, v);
             if !used {
                 if extra.is_empty() {
                     extra.push('{');
                 }
-                push_pair(&mut extra, k, v.get());
+                push_pair(&mut extra, k, v);
             }
         }
         detail.push('}');
@@ -347,8 +360,7 @@ fn typed_error(field: &str, expected: &'static str, e: &serde_json::Error) -> Re
     }
 }
 
-fn raw_int(raw: &RawValue, name: &str) -> Result<i64, Reject> {
-    let s = raw.get();
+fn raw_int(s: &str, name: &str) -> Result<i64, Reject> {
     let digits = s.strip_prefix('-').unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
         return Err(wrong(name, "an integer"));
@@ -357,16 +369,15 @@ fn raw_int(raw: &RawValue, name: &str) -> Result<i64, Reject> {
         .map_err(|_| invalid(name, "integer out of range"))
 }
 
-fn raw_bool(raw: &RawValue, name: &str) -> Result<bool, Reject> {
-    match raw.get() {
+fn raw_bool(raw: &str, name: &str) -> Result<bool, Reject> {
+    match raw {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err(wrong(name, "a boolean")),
     }
 }
 
-fn raw_string<'a>(raw: &'a RawValue, name: &str) -> Result<Cow<'a, str>, Reject> {
-    let s = raw.get();
+fn raw_string<'a>(s: &'a str, name: &str) -> Result<Cow<'a, str>, Reject> {
     if !s.starts_with('"') {
         return Err(wrong(name, "a string"));
     }
@@ -397,11 +408,12 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
     if seq < 0 {
         return Err(invalid("seq", format!("must be >= 0, got {seq}")));
     }
-    let ts_text = f.string("ts")?;
+    let ts_text = f.text("ts")?;
     let ts = syntax::parse_ts(&ts_text)
         .map_err(|why| Reject::BadTimestamp(format!("`{ts_text}`: {why}")))?;
-    let type_text = f.string("type")?;
-    let ty = EventType::parse(&type_text).ok_or_else(|| Reject::UnknownType(type_text.clone()))?;
+    let type_text = f.text("type")?;
+    let ty = EventType::parse(&type_text)
+        .ok_or_else(|| Reject::UnknownType(type_text.clone().into_owned()))?;
     let prev = f.opt_string("prev")?;
     if let Some(p) = &prev {
         if seq == 0 {
