@@ -263,6 +263,7 @@ pub fn account_table() -> TableDef {
         sort_by: &["account", "window"],
         bloom: &["account"],
         no_dictionary: &[],
+        no_statistics: &[],
     }
 }
 
@@ -345,6 +346,7 @@ pub fn pair_table() -> TableDef {
         sort_by: &["a", "b", "window"],
         bloom: &["a", "b"],
         no_dictionary: &[],
+        no_statistics: &[],
     }
 }
 

@@ -1,4 +1,4 @@
-//! Writing lake data files: zstd-compressed Parquet with statistics, sorted-column metadata and bloom filters.
+//! Writing lake data files: zstd-compressed Parquet with page statistics (not on long audit texts), sorted-column metadata and bloom filters.
 
 use std::fs::File;
 use std::path::Path;
@@ -51,6 +51,9 @@ pub fn properties(table: &TableDef, schema: &SchemaRef) -> WriterProperties {
     }
     for c in table.no_dictionary {
         b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+    }
+    for c in table.no_statistics {
+        b = b.set_column_statistics_enabled(ColumnPath::from(*c), EnabledStatistics::None);
     }
     b.build()
 }

@@ -173,6 +173,7 @@ macro_rules! row_table {
                     sort_by: &[$($sort),*],
                     bloom: &[$($bloom),*],
                     no_dictionary: &[],
+                    no_statistics: &[],
                 }
             }
 
