@@ -455,13 +455,109 @@ impl Resume {
     }
 }
 
-/// Whether the content of `path` up to `offset` has the window hashes `head` and `tail`: then
-/// `Some(whether it goes on past offset)`.
-fn continues(path: &Path, offset: u64, head: &str, tail: &str) -> io::Result<Option<bool>> {
-    Ok(match windows_and_more(path, offset)? {
-        Some((h, t, more)) if h == head && t == tail => Some(more),
-        _ => None,
-    })
+/// The window hashes of one file at the offsets its candidate sources stopped at, each computed
+/// once: an archive's at all the offsets in one pass over its decompressed content (a source
+/// continued by longer copies may have a dozen sealed offsets to try), a plain file's by seeking.
+struct Windows<'p> {
+    path: &'p Path,
+    /// An archive's windows per offset, once computed.
+    archive: Option<BTreeMap<u64, WindowAt>>,
+    offsets: Vec<u64>,
+}
+
+impl<'p> Windows<'p> {
+    fn new(path: &'p Path, offsets: Vec<u64>) -> Windows<'p> {
+        Windows {
+            path,
+            archive: None,
+            offsets,
+        }
+    }
+
+    /// Whether the content up to `offset` (one of the offsets given to [`Windows::new`]) has the
+    /// window hashes `head` and `tail`: then `Some(whether it goes on past offset)`.
+    fn continues(&mut self, offset: u64, head: &str, tail: &str) -> io::Result<Option<bool>> {
+        let found = if Compression::sniff(self.path)? == Compression::None {
+            windows_and_more(self.path, offset)?
+        } else {
+            if self.archive.is_none() {
+                self.archive = Some(archive_windows(self.path, &self.offsets)?);
+            }
+            match self.archive.as_ref().and_then(|all| all.get(&offset)) {
+                Some(Ok(w)) => w.clone(),
+                Some(Err((kind, message))) => return Err(io::Error::new(*kind, message.clone())),
+                None => windows_and_more(self.path, offset)?,
+            }
+        };
+        Ok(match found {
+            Some((h, t, more)) if h == head && t == tail => Some(more),
+            _ => None,
+        })
+    }
+}
+
+/// What [`windows_and_more`] gives at one offset: (head, tail, more) or `None` when the content is
+/// shorter; an error keeps its kind and message.
+type WindowAt = Result<Option<(String, String, bool)>, (io::ErrorKind, String)>;
+
+/// [`windows_and_more`] of an archive at each of `offsets`, in one pass over its content: what
+/// reading up to each offset, then one byte more, would give (an error before an offset is that
+/// offset's error; an error or the end right at it is "no more").
+fn archive_windows(path: &Path, offsets: &[u64]) -> io::Result<BTreeMap<u64, WindowAt>> {
+    let mut at: BTreeMap<u64, (Sha256, Sha256)> = offsets
+        .iter()
+        .map(|&o| (o, (Sha256::new(), Sha256::new())))
+        .collect();
+    let Some(&last) = at.keys().next_back() else {
+        return Ok(BTreeMap::new());
+    };
+    let (_, mut r) = open_content(path, Arc::new(AtomicU64::new(0)))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut pos = 0u64;
+    let mut error = None;
+    // One byte past the last offset tells whether content goes on after it.
+    while pos <= last {
+        let want = (last + 1 - pos).min(buf.len() as u64) as usize;
+        let n = match r.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                error = Some((e.kind(), e.to_string()));
+                break;
+            }
+        };
+        let (a, b) = (pos, pos + n as u64);
+        for (&o, (head, tail)) in at.range_mut(a..) {
+            let head_len = o.min(WINDOW);
+            let tail_start = o - o.min(WINDOW);
+            if a < head_len {
+                head.update(&buf[..(b.min(head_len) - a) as usize]);
+            }
+            if b > tail_start {
+                tail.update(&buf[(a.max(tail_start) - a) as usize..(b.min(o) - a) as usize]);
+            }
+        }
+        pos = b;
+    }
+    // `pos` bytes were read; reading stopped at the end, at an error, or one byte past `last`.
+    Ok(at
+        .into_iter()
+        .map(|(o, (head, tail))| {
+            let w = if o <= pos {
+                Ok(Some((
+                    hex(&head.finalize()),
+                    hex(&tail.finalize()),
+                    pos > o,
+                )))
+            } else if let Some(e) = &error {
+                Err(e.clone())
+            } else {
+                Ok(None)
+            };
+            (o, w)
+        })
+        .collect())
 }
 
 /// SHA-256 of a byte range of the decompressed content.
@@ -599,23 +695,30 @@ pub fn resume_point(
         .values()
         .filter(|s| s.fingerprint == fingerprint)
         .collect();
+    let moved: Vec<&SourceState> = earlier
+        .values()
+        .filter(|s| s.fingerprint == fingerprint && sources.get(&s.id).is_some_and(|now| now != *s))
+        .collect();
+    let offsets = candidates
+        .iter()
+        .flat_map(|s| std::iter::once(s.offset).chain(s.sealed_before.iter().map(|w| w.offset)))
+        .chain(moved.iter().map(|s| s.offset))
+        .collect();
+    let mut windows = Windows::new(path, offsets);
     for s in &candidates {
-        if let Some(more) = continues(path, s.offset, &s.head, &s.tail)? {
+        if let Some(more) = windows.continues(s.offset, &s.head, &s.tail)? {
             return Ok(Resume::known(path, s, more, false));
         }
     }
     for s in &candidates {
         for w in &s.sealed_before {
-            if continues(path, w.offset, &w.head, &w.tail)? == Some(false) {
+            if windows.continues(w.offset, &w.head, &w.tail)? == Some(false) {
                 return Ok(Resume::known(path, s, false, true));
             }
         }
     }
-    for s in earlier
-        .values()
-        .filter(|s| s.fingerprint == fingerprint && sources.get(&s.id).is_some_and(|now| now != *s))
-    {
-        if continues(path, s.offset, &s.head, &s.tail)? == Some(false) {
+    for s in &moved {
+        if windows.continues(s.offset, &s.head, &s.tail)? == Some(false) {
             return Ok(Resume::known(path, s, false, true));
         }
     }
@@ -925,5 +1028,73 @@ mod tests {
         let z = dir.path().join("c.jsonl");
         std::fs::write(&z, b"no newline").unwrap();
         assert_eq!(fingerprint(&z).unwrap(), Fingerprint::Waiting);
+    }
+
+    #[test]
+    fn an_archive_s_windows_at_all_its_offsets_in_one_pass_equal_one_read_per_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let content: Vec<u8> = (0..9000)
+            .flat_map(|i| {
+                format!("{{\"line\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i % 40)).into_bytes()
+            })
+            .collect();
+        let len = content.len() as u64;
+        assert!(len > 3 * WINDOW);
+        // Two gzip members, a zstd frame, and the gzip cut short in its second member.
+        let gz = dir.path().join("a.jsonl.gz");
+        let mut bytes = Vec::new();
+        for part in [&content[..200_000], &content[200_000..]] {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(part).unwrap();
+            bytes.extend(e.finish().unwrap());
+        }
+        std::fs::write(&gz, &bytes).unwrap();
+        let zst = dir.path().join("b.jsonl.zst");
+        std::fs::write(&zst, zstd::encode_all(&content[..], 1).unwrap()).unwrap();
+        let cut = dir.path().join("c.jsonl.gz");
+        std::fs::write(&cut, &bytes[..bytes.len() - 2000]).unwrap();
+        let offsets = vec![
+            0,
+            1,
+            100,
+            WINDOW - 1,
+            WINDOW,
+            WINDOW + 1,
+            150_000,
+            200_000,
+            len - 5000,
+            len - 1,
+            len,
+            len + 1,
+            2 * len,
+        ];
+        for path in [&gz, &zst, &cut] {
+            let all = archive_windows(path, &offsets).unwrap();
+            assert_eq!(all.len(), offsets.len());
+            let mut found = 0;
+            for &o in &offsets {
+                let one = windows_and_more(path, o);
+                match (&all[&o], &one) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a, b, "{} at {o}", path.display());
+                        found += usize::from(a.is_some());
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => panic!("{} at {o}: {a:?} against {b:?}", path.display()),
+                }
+                // And through the cache that resume_point uses.
+                if let Ok(Some((head, tail, more))) = one {
+                    let mut w = Windows::new(path, offsets.clone());
+                    assert_eq!(w.continues(o, &head, &tail).unwrap(), Some(more));
+                    assert_eq!(w.continues(o, &head, &"0".repeat(64)).unwrap(), None);
+                }
+            }
+            assert!(found >= 8, "{}: {found}", path.display());
+        }
+        // The whole content is known at every offset up to its length, and ends there.
+        let all = archive_windows(&gz, &offsets).unwrap();
+        assert!(matches!(&all[&len], Ok(Some((_, _, false)))));
+        assert!(matches!(&all[&(len - 1)], Ok(Some((_, _, true)))));
+        assert!(matches!(&all[&(len + 1)], Ok(None)));
     }
 }
