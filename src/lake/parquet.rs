@@ -1,4 +1,4 @@
-//! Writing lake data files: zstd-compressed Parquet with page statistics (not on long audit texts), sorted-column metadata and bloom filters.
+//! Writing lake data files: zstd-compressed Parquet with statistics (not on long audit texts), sorted-column metadata and bloom filters.
 
 use std::fs::File;
 use std::path::Path;

@@ -1,7 +1,8 @@
 //! A fast, strict scanner of one JSON object into its top-level (key, raw value) pairs: the common lines, with serde_json for the rest.
 //!
-//! It answers only when it is sure: a line whose every string is free of escapes, nested at most
-//! [`MAX_DEPTH`] deep and valid JSON (RFC 8259, as serde_json reads it). Anything else, valid or
+//! It answers only when it is sure: a line whose every string is free of escapes, whose values are
+//! nested at most [`MAX_DEPTH`] deep inside its object, and which is valid JSON (RFC 8259, as
+//! serde_json reads it). Anything else, valid or
 //! not, gives `None`, and the caller parses the line with serde_json, which also words the error
 //! of an invalid line. So the pairs it returns are the ones serde_json would return, and no line
 //! serde_json refuses is ever taken.
