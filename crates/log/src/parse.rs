@@ -161,7 +161,7 @@ pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
 }
 
 /// The top-level object as (key, raw value) pairs in order.
-struct TopLevel<'a>(Vec<(Cow<'a, str>, &'a str)>);
+pub(crate) struct TopLevel<'a>(pub(crate) Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'de> Deserialize<'de> for TopLevel<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -13,40 +13,56 @@ pub const MAX_DEPTH: u32 = 16;
 /// The (key, raw value) pairs of the object `s`, in order, or `None` when unsure.
 pub fn object(s: &str) -> Option<Vec<(std::borrow::Cow<'_, str>, &str)>> {
     let b = s.as_bytes();
-    let mut i = ws(b, 0);
+    let start = ws(b, 0);
+    let mut items = Vec::with_capacity(12);
+    let mut spans_ok = true;
+    let end = members(
+        b,
+        start,
+        1,
+        &mut |key, value| match (s.get(key), s.get(value)) {
+            (Some(k), Some(v)) => items.push((std::borrow::Cow::Borrowed(k), v)),
+            _ => spans_ok = false,
+        },
+    )?;
+    (spans_ok && ws(b, end) == b.len()).then_some(items)
+}
+
+/// The index after the object starting at `i` (at its `{`), its values at nesting `depth`; each
+/// member's key (without quotes) and value are given to `member` as byte ranges.
+fn members(
+    b: &[u8],
+    i: usize,
+    depth: u32,
+    member: &mut impl FnMut(std::ops::Range<usize>, std::ops::Range<usize>),
+) -> Option<usize> {
     if b.get(i) != Some(&b'{') {
         return None;
     }
-    let mut items = Vec::with_capacity(12);
-    i = ws(b, i + 1);
+    let mut i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
-        i += 1;
-    } else {
-        loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let end = string_end(b, i + 1)?;
-            let key = s.get(i + 1..end)?;
-            i = ws(b, end + 1);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            let start = ws(b, i + 1);
-            i = value(b, start, 1)?;
-            items.push((std::borrow::Cow::Borrowed(key), s.get(start..i)?));
-            i = ws(b, i);
-            match b.get(i) {
-                Some(b',') => i = ws(b, i + 1),
-                Some(b'}') => {
-                    i += 1;
-                    break;
-                }
-                _ => return None,
-            }
+        return Some(i + 1);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(b, i + 1)?;
+        let key = i + 1..key_end;
+        i = ws(b, key_end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = ws(b, i + 1);
+        i = value(b, start, depth)?;
+        member(key, start..i);
+        i = ws(b, i);
+        match b.get(i) {
+            Some(b',') => i = ws(b, i + 1),
+            Some(b'}') => return Some(i + 1),
+            _ => return None,
         }
     }
-    (ws(b, i) == b.len()).then_some(items)
 }
 
 /// The index after JSON whitespace from `i`.
@@ -101,27 +117,7 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
 fn value(b: &[u8], i: usize, depth: u32) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i + 1).map(|e| e + 1),
-        b'{' if depth <= MAX_DEPTH => {
-            let mut i = ws(b, i + 1);
-            if b.get(i) == Some(&b'}') {
-                return Some(i + 1);
-            }
-            loop {
-                if b.get(i) != Some(&b'"') {
-                    return None;
-                }
-                i = ws(b, string_end(b, i + 1)? + 1);
-                if b.get(i) != Some(&b':') {
-                    return None;
-                }
-                i = ws(b, value(b, ws(b, i + 1), depth + 1)?);
-                match b.get(i) {
-                    Some(b',') => i = ws(b, i + 1),
-                    Some(b'}') => return Some(i + 1),
-                    _ => return None,
-                }
-            }
-        }
+        b'{' if depth <= MAX_DEPTH => members(b, i, depth + 1, &mut |_, _| {}),
         b'[' if depth <= MAX_DEPTH => {
             let mut i = ws(b, i + 1);
             if b.get(i) == Some(&b']') {
@@ -191,36 +187,17 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
 
-    /// serde_json's reading of a line: its top-level pairs, or `None` when it refuses it.
+    /// serde_json's reading of a line (the parser's own fallback): its top-level pairs, or `None`
+    /// when it refuses it.
     fn serde_pairs(s: &str) -> Option<Vec<(String, String)>> {
-        // Order and duplicates matter: the pairs are read with a visitor over the map.
-        struct Pairs(Vec<(String, String)>);
-        impl<'de> Deserialize<'de> for Pairs {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl<'de> serde::de::Visitor<'de> for V {
-                    type Value = Pairs;
-                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str("an object")
-                    }
-                    fn visit_map<A: serde::de::MapAccess<'de>>(
-                        self,
-                        mut map: A,
-                    ) -> Result<Pairs, A::Error> {
-                        let mut out = Vec::new();
-                        while let Some(k) = map.next_key::<String>()? {
-                            let v: &'de serde_json::value::RawValue = map.next_value()?;
-                            out.push((k, v.get().to_string()));
-                        }
-                        Ok(Pairs(out))
-                    }
-                }
-                d.deserialize_map(V)
-            }
-        }
-        serde_json::from_str::<Pairs>(s).ok().map(|p| p.0)
+        serde_json::from_str::<crate::parse::TopLevel<'_>>(s)
+            .ok()
+            .map(|t| {
+                t.0.into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.to_string()))
+                    .collect()
+            })
     }
 
     fn scanned(s: &str) -> Option<Vec<(String, String)>> {
