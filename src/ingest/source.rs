@@ -527,18 +527,10 @@ fn archive_windows(path: &Path, offsets: &[u64]) -> io::Result<BTreeMap<u64, Win
                 break;
             }
         };
-        let (a, b) = (pos, pos + n as u64);
-        for (&o, (head, tail)) in at.range_mut(a..) {
-            let head_len = o.min(WINDOW);
-            let tail_start = o - o.min(WINDOW);
-            if a < head_len {
-                head.update(&buf[..(b.min(head_len) - a) as usize]);
-            }
-            if b > tail_start {
-                tail.update(&buf[(a.max(tail_start) - a) as usize..(b.min(o) - a) as usize]);
-            }
+        for (&o, (head, tail)) in at.range_mut(pos..) {
+            feed_windows(o, pos, &buf[..n], head, tail);
         }
-        pos = b;
+        pos += n as u64;
     }
     if failed {
         // A decoder that fails drops what it decoded in that read, so where a damaged archive
@@ -560,6 +552,21 @@ fn archive_windows(path: &Path, offsets: &[u64]) -> io::Result<BTreeMap<u64, Win
             (o, Ok(w))
         })
         .collect())
+}
+
+/// Hashes what `chunk`, read at content position `at`, holds of the two windows that identify
+/// content up to `offset`: the head (its first [`WINDOW`] bytes) and the tail (the [`WINDOW`]
+/// bytes before `offset`).
+fn feed_windows(offset: u64, at: u64, chunk: &[u8], head: &mut Sha256, tail: &mut Sha256) {
+    let end = at + chunk.len() as u64;
+    let head_len = offset.min(WINDOW);
+    let tail_start = offset - offset.min(WINDOW);
+    if at < head_len {
+        head.update(&chunk[..(end.min(head_len) - at) as usize]);
+    }
+    if end > tail_start && at < offset {
+        tail.update(&chunk[(at.max(tail_start) - at) as usize..(end.min(offset) - at) as usize]);
+    }
 }
 
 /// SHA-256 of a byte range of the decompressed content.
@@ -618,14 +625,8 @@ fn windows_and_more(path: &Path, offset: u64) -> io::Result<Option<(String, Stri
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        let (a, b) = (pos, pos + n as u64);
-        if a < head_len {
-            head.update(&buf[..(b.min(head_len) - a) as usize]);
-        }
-        if b > tail_start {
-            tail.update(&buf[(a.max(tail_start) - a) as usize..n]);
-        }
-        pos = b;
+        feed_windows(offset, pos, &buf[..n], &mut head, &mut tail);
+        pos += n as u64;
     }
     let more = loop {
         match r.read(&mut buf[..1]) {
