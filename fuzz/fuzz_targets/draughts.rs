@@ -2,7 +2,8 @@
 //! from the start or from an arbitrary FEN). Nothing panics; FEN prints back to the position it
 //! was read from; move text the engine accepts names a legal move; the PDN the engine writes for a
 //! legal move reads back as that move; every legal move can be played; Medieval selections and
-//! duel outcomes are accepted or refused, never half-applied.
+//! duel outcomes are accepted or refused, never half-applied. An input whose first line is `I` or
+//! `B` and a FEN the engine reads starts from that position (`seeds/draughts/`).
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
@@ -54,6 +55,10 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             }
         }
     }
+    play(g, u)
+}
+
+fn play(mut g: Game, u: &mut Unstructured<'_>) -> Result<()> {
     for _ in 0..200 {
         // A Medieval game whose selections were refused cannot start.
         if g.status() != Status::Ongoing || !g.selection_done() || u.is_empty() {
@@ -132,6 +137,24 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     Ok(())
 }
 
+/// A game from a first line `I<FEN>` or `B<FEN>` (international or Brazilian), if it holds one
+/// the engine reads: the seeds start from the rule and perft positions of the fixtures.
+fn from_first_line(data: &[u8]) -> Option<(Game, &[u8])> {
+    let end = data.iter().position(|&b| b == b'\n')?;
+    let line = std::str::from_utf8(&data[..end]).ok()?;
+    let variant = match line.as_bytes().first()? {
+        b'B' => Variant::Brazilian,
+        _ => Variant::International,
+    };
+    let p = Position::from_fen(variant, line.get(1..)?).ok()?;
+    let printed = p.to_fen();
+    assert_eq!(Position::from_fen(variant, &printed), Ok(p), "{printed}");
+    Some((Game::from_position(p, Mode::Standard), &data[end + 1..]))
+}
+
 fuzz_target!(|data: &[u8]| {
-    let _ = run(&mut Unstructured::new(data));
+    let _ = match from_first_line(data) {
+        Some((g, rest)) => play(g, &mut Unstructured::new(rest)),
+        None => run(&mut Unstructured::new(data)),
+    };
 });
