@@ -9,22 +9,20 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use vigie_rules::games::belote::{
     Announce, Bid, Card, Expected, Match, MatchConfig, Suit, canonical_deck, completed_hands,
-    deck_from_indices, initial_deal,
+    initial_deal,
 };
 
+/// A shuffled deck or, now and then, 32 cards drawn with repetition (which a deal refuses).
 fn deck(u: &mut Unstructured<'_>) -> Result<[Card; 32]> {
     let mut d = canonical_deck();
     if u.ratio(1u8, 16u8)? {
-        let mut idx = [0u8; 32];
-        for i in &mut idx {
-            *i = u.int_in_range(0u8..=33)?;
+        for c in &mut d {
+            *c = card(u)?;
         }
-        if let Ok(any) = deck_from_indices(&idx) {
-            d = any;
+    } else {
+        for i in (1..32).rev() {
+            d.swap(i, u.int_in_range(0..=i)?);
         }
-    }
-    for i in (1..32).rev() {
-        d.swap(i, u.int_in_range(0..=i)?);
     }
     Ok(d)
 }
@@ -78,10 +76,10 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     }
                 }
                 Expected::Bid { .. } => {
-                    let bid = match u.int_in_range(0u8..=5)? {
+                    let bid = match u.int_in_range(0u8..=6)? {
                         0 => Bid::Take,
                         1 | 2 => Bid::Pass,
-                        s => Bid::Name(Suit::ALL[usize::from(s - 2)]),
+                        s => Bid::Name(Suit::ALL[usize::from(s - 3)]),
                     };
                     let judged = m.classify_bid(player, bid).is_ok();
                     let done = m.bid(player, bid).is_ok();

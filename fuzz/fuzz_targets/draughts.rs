@@ -103,15 +103,16 @@ fn play(mut g: Game, u: &mut Unstructured<'_>) -> Result<()> {
                 })
                 .collect::<Result<_>>()?
         } else {
-            victims
-                .iter()
-                .map(|&victim| -> Result<Duel> {
-                    Ok(Duel {
-                        victim,
-                        won: u.arbitrary()?,
-                    })
-                })
-                .collect::<Result<_>>()?
+            // The victims in order, each duel won or lost; a lost duel ends the capture there.
+            let mut duels = Vec::with_capacity(victims.len());
+            for &victim in &victims {
+                let won = u.ratio(3u8, 4u8)?;
+                duels.push(Duel { victim, won });
+                if !won {
+                    break;
+                }
+            }
+            duels
         };
         let before = *g.position();
         let ply = g.ply();
@@ -143,8 +144,9 @@ fn from_first_line(data: &[u8]) -> Option<(Game, &[u8])> {
     let end = data.iter().position(|&b| b == b'\n')?;
     let line = std::str::from_utf8(&data[..end]).ok()?;
     let variant = match line.as_bytes().first()? {
+        b'I' => Variant::International,
         b'B' => Variant::Brazilian,
-        _ => Variant::International,
+        _ => return None,
     };
     let p = Position::from_fen(variant, line.get(1..)?).ok()?;
     let printed = p.to_fen();
