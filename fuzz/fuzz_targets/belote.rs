@@ -12,23 +12,29 @@ use vigie_rules::games::belote::{
     initial_deal,
 };
 
+/// The 32 cards in an order drawn from the bytes.
+fn shuffled(u: &mut Unstructured<'_>) -> Result<[Card; 32]> {
+    let mut d = canonical_deck();
+    for i in (1..32).rev() {
+        d.swap(i, u.int_in_range(0..=i)?);
+    }
+    Ok(d)
+}
+
 /// A shuffled deck or, now and then, 32 cards drawn with repetition (which a deal refuses).
 fn deck(u: &mut Unstructured<'_>) -> Result<[Card; 32]> {
+    if !u.ratio(1u8, 16u8)? {
+        return shuffled(u);
+    }
     let mut d = canonical_deck();
-    if u.ratio(1u8, 16u8)? {
-        for c in &mut d {
-            *c = card(u)?;
-        }
-    } else {
-        for i in (1..32).rev() {
-            d.swap(i, u.int_in_range(0..=i)?);
-        }
+    for c in &mut d {
+        *c = card(u)?;
     }
     Ok(d)
 }
 
 fn card(u: &mut Unstructured<'_>) -> Result<Card> {
-    Ok(Card::from_index(u.int_in_range(0u8..=31)?).unwrap_or(canonical_deck()[0]))
+    u.choose(&canonical_deck()).copied()
 }
 
 fn run(u: &mut Unstructured<'_>) -> Result<()> {
@@ -90,10 +96,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     let hands = match hidden {
                         Some(d) if !u.ratio(1u8, 8u8)? => completed_hands(&d, m.dealer(), taker),
                         _ => {
-                            let mut d = canonical_deck();
-                            for i in (1..32).rev() {
-                                d.swap(i, u.int_in_range(0..=i)?);
-                            }
+                            let d = shuffled(u)?;
                             [d[..16].to_vec(), d[16..].to_vec()]
                         }
                     };

@@ -12,6 +12,15 @@ use vigie_rules::games::draughts::{
     Color, Duel, Game, Mode, Position, Status, Variant, duel_victims,
 };
 
+/// A game from a FEN the engine reads, after checking that the FEN it prints reads back as the
+/// same position.
+fn from_fen(variant: Variant, fen: &str) -> Option<Game> {
+    let p = Position::from_fen(variant, fen).ok()?;
+    let printed = p.to_fen();
+    assert_eq!(Position::from_fen(variant, &printed), Ok(p), "{printed}");
+    Some(Game::from_position(p, Mode::Standard))
+}
+
 fn game(u: &mut Unstructured<'_>) -> Result<Game> {
     Ok(match u.int_in_range(0u8..=4)? {
         0 => Game::new(Variant::International),
@@ -23,15 +32,7 @@ fn game(u: &mut Unstructured<'_>) -> Result<Game> {
             } else {
                 Variant::Brazilian
             };
-            let fen: &str = u.arbitrary()?;
-            match Position::from_fen(variant, fen) {
-                Ok(p) => {
-                    let printed = p.to_fen();
-                    assert_eq!(Position::from_fen(variant, &printed), Ok(p), "{printed}");
-                    Game::from_position(p, Mode::Standard)
-                }
-                Err(_) => Game::new(variant),
-            }
+            from_fen(variant, u.arbitrary()?).unwrap_or_else(|| Game::new(variant))
         }
     })
 }
@@ -148,10 +149,7 @@ fn from_first_line(data: &[u8]) -> Option<(Game, &[u8])> {
         b'B' => Variant::Brazilian,
         _ => return None,
     };
-    let p = Position::from_fen(variant, line.get(1..)?).ok()?;
-    let printed = p.to_fen();
-    assert_eq!(Position::from_fen(variant, &printed), Ok(p), "{printed}");
-    Some((Game::from_position(p, Mode::Standard), &data[end + 1..]))
+    Some((from_fen(variant, line.get(1..)?)?, &data[end + 1..]))
 }
 
 fuzz_target!(|data: &[u8]| {
