@@ -13,6 +13,11 @@ use super::{scan, syntax};
 /// Lines longer than this are rejected (and kept whole in quarantine).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// Most tokens per player a Ludo variant may have. The contract sets no bound ("the engine must
+/// honour every setting"); this is the rules engine's sanity bound (`vigie_rules` `MAX_TOKENS`),
+/// so that every variant the engine can play is accepted.
+pub const MAX_LUDO_TOKENS: i64 = 16;
+
 /// Why a line was rejected. Each variant has a stable [`Reject::code`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Reject {
@@ -700,11 +705,14 @@ fn mv(f: &mut Fields<'_>) -> Result<Move, Reject> {
     }
     if let MoveAction::Token(t) = action
         && attempt.accepted()
-        && !(0..4).contains(&t)
+        && !(0..MAX_LUDO_TOKENS).contains(&t)
     {
         return Err(invalid(
             "token",
-            format!("an accepted move names token 0-3, got {t}"),
+            format!(
+                "an accepted move names token 0-{}, got {t}",
+                MAX_LUDO_TOKENS - 1
+            ),
         ));
     }
     let duels = if f.has("duels") {
@@ -918,8 +926,11 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
                     format!("2 or 4, got {}", v.players),
                 ));
             }
-            if !(1..=4).contains(&v.tokens) {
-                return Err(invalid("variant.tokens", format!("1-4, got {}", v.tokens)));
+            if !(1..=MAX_LUDO_TOKENS).contains(&v.tokens) {
+                return Err(invalid(
+                    "variant.tokens",
+                    format!("1-{MAX_LUDO_TOKENS}, got {}", v.tokens),
+                ));
             }
             if v.exit_on.is_empty() || !v.exit_on.iter().all(|d| (1..=6).contains(d)) {
                 return Err(invalid(
@@ -973,15 +984,20 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
                     format!("`{}` is not a seat of {kind}", p.seat),
                 )
             })?;
-        for (name, value) in [
-            ("account", &p.account),
-            ("ip", &p.ip),
-            ("device", &p.device),
-        ] {
-            if !syntax::is_token(value) {
+        if !syntax::is_token(&p.account) {
+            return Err(invalid(
+                format!("players[{i}].account"),
+                "must be 1-64 characters of [A-Za-z0-9._-]",
+            ));
+        }
+        for (name, value) in [("ip", &p.ip), ("device", &p.device)] {
+            if !syntax::is_hash_text(value) {
                 return Err(invalid(
                     format!("players[{i}].{name}"),
-                    "must be 1-64 characters of [A-Za-z0-9._-]",
+                    format!(
+                        "an opaque hash: 1-{} characters, no control character",
+                        syntax::MAX_HASH_CHARS
+                    ),
                 ));
             }
         }
@@ -1139,6 +1155,57 @@ mod tests {
         assert_eq!(p.extra.as_deref(), Some("{\"region\":{\"eu\":1}}"));
         assert!(p.detail.contains("\"region\":{\"eu\":1}"));
         assert!(p.detail.starts_with("{\"kind\":\"draughts10\""));
+    }
+
+    const LUDO_START: &str = r#"{"v":1,"game":"lu-1","seq":0,"ts":"2026-11-20T00:25:15.122Z","type":"game_started","kind":"ludo","mode":"standard","variant":{"name":"quick","players":2,"tokens":2,"exit_on":[1,6],"safe_squares":true,"bonus_on_six":true,"three_sixes":true,"bonus_on_capture":false,"bonus_on_finish":false,"turn_s":10,"max_timeouts":3},"rated":false,"players":[{"account":"acc-1","seat":"red","ip":"ip-8f0f","device":"dv-cae1"},{"account":"acc-2","seat":"yellow","ip":"ip-b19f","device":"dv-d210"}],"stake":10,"currency":"coin","clock":{"turn_s":10,"max_timeouts":3},"commitment":"d7957a839593550d564b0f7c1cd0c45b53b88a4abb3a50de7c8a120c16f2b5e1"}"#;
+
+    const LUDO_MOVE: &str = r#"{"v":1,"game":"lu-1","seq":2,"ts":"2026-11-20T00:25:18.678Z","type":"move","player":"acc-1","token":1,"status":"accepted","think_ms":2609}"#;
+
+    #[test]
+    fn ip_and_device_are_opaque_hashes_in_any_encoding() {
+        let b64 = START.replace("\"ip\":\"ip-9c2e\"", "\"ip\":\"aGVsbG8+/w==\"");
+        let Body::GameStarted(g) = line(&b64).unwrap().body else {
+            panic!("not a start")
+        };
+        assert_eq!(g.players[0].ip, "aGVsbG8+/w==");
+        let long = START.replace("dv-51a0", &"é".repeat(256));
+        assert_eq!(code(&long), "ok");
+        let too_long = START.replace("dv-51a0", &"é".repeat(257));
+        assert_eq!(code(&too_long), "invalid_value");
+        assert_eq!(code(&START.replace("dv-51a0", "")), "invalid_value");
+        assert_eq!(
+            code(&START.replace("dv-51a0", "a\\u0007b")),
+            "invalid_value"
+        );
+        // Accounts keep the alphabet of ids.
+        assert_eq!(code(&START.replace("acc-1", "acc/1")), "invalid_value");
+    }
+
+    #[test]
+    fn ludo_variants_may_have_more_than_four_tokens() {
+        // The contract bounds neither a variant's tokens nor the index of an accepted move; the
+        // parser takes whatever the rules engine can play.
+        let six = LUDO_START.replace("\"tokens\":2", "\"tokens\":6");
+        let Body::GameStarted(g) = line(&six).unwrap().body else {
+            panic!("not a start")
+        };
+        let Some(Variant::Ludo(v)) = g.variant else {
+            panic!("not a Ludo variant")
+        };
+        assert_eq!(v.tokens, 6);
+        for (tokens, expected) in [(16, "ok"), (17, "invalid_value"), (0, "invalid_value")] {
+            let text = LUDO_START.replace("\"tokens\":2", &format!("\"tokens\":{tokens}"));
+            assert_eq!(code(&text), expected, "tokens {tokens}");
+        }
+        for (token, expected) in [
+            (5, "ok"),
+            (15, "ok"),
+            (16, "invalid_value"),
+            (-1, "invalid_value"),
+        ] {
+            let text = LUDO_MOVE.replace("\"token\":1", &format!("\"token\":{token}"));
+            assert_eq!(code(&text), expected, "token {token}");
+        }
     }
 
     #[test]

@@ -3,20 +3,24 @@
 /// Milliseconds since the Unix epoch, UTC.
 pub type EpochMs = i64;
 
-/// Parses the one timestamp shape the log format allows: RFC 3339 UTC with
-/// milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`, and returns epoch milliseconds.
+/// Parses a timestamp as the log format allows it: RFC 3339 UTC with milliseconds,
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`, and returns epoch milliseconds. As RFC 3339 allows, `T` and `Z` may
+/// be lower case and UTC may be written `+00:00` (or `-00:00`); any other offset is not UTC and is
+/// refused, and so is a leap second (`:60`: none has been inserted since 2016, and none will be).
 pub fn parse_ts(s: &str) -> Result<EpochMs, &'static str> {
     let b = s.as_bytes();
-    if b.len() != 24 {
-        return Err("expected YYYY-MM-DDTHH:MM:SS.mmmZ (24 characters)");
-    }
+    let utc = match b.len() {
+        24 => matches!(b[23], b'Z' | b'z'),
+        29 => matches!(&b[23..], b"+00:00" | b"-00:00"),
+        _ => return Err("expected YYYY-MM-DDTHH:MM:SS.mmmZ (24 characters)"),
+    };
     let sep_ok = b[4] == b'-'
         && b[7] == b'-'
-        && b[10] == b'T'
+        && matches!(b[10], b'T' | b't')
         && b[13] == b':'
         && b[16] == b':'
         && b[19] == b'.'
-        && b[23] == b'Z';
+        && utc;
     if !sep_ok {
         return Err("expected YYYY-MM-DDTHH:MM:SS.mmmZ in UTC");
     }
@@ -114,10 +118,19 @@ pub fn is_game_id(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(is_id_byte)
 }
 
-/// Accounts, ip and device hashes: opaque tokens such as `acc-10482`, held to
-/// the same alphabet as game ids (1-64 characters of `[A-Za-z0-9._-]`).
+/// Accounts (`acc-10482`): held to the alphabet of game ids (1-64 characters of
+/// `[A-Za-z0-9._-]`), as the contract's examples are; they name pages and files.
 pub fn is_token(s: &str) -> bool {
     is_game_id(s)
+}
+
+/// Most characters of an `ip` or `device` hash.
+pub const MAX_HASH_CHARS: usize = 256;
+
+/// `ip` and `device`: opaque hashes made by the server, in whatever encoding it uses (hex, base64
+/// with `+`, `/` and `=`, ...): 1 to [`MAX_HASH_CHARS`] characters, none of them a control character.
+pub fn is_hash_text(s: &str) -> bool {
+    !s.is_empty() && s.chars().count() <= MAX_HASH_CHARS && !s.chars().any(char::is_control)
 }
 
 fn is_id_byte(c: u8) -> bool {
@@ -178,6 +191,15 @@ mod tests {
         assert_eq!(date_of(ms), "2026-11-29");
         assert_eq!(parse_ts("1970-01-01T00:00:00.000Z"), Ok(0));
         assert_eq!(parse_ts("2024-02-29T00:00:00.001Z"), Ok(1_709_164_800_001));
+        // The other spellings of UTC that RFC 3339 allows.
+        for same in [
+            "2026-11-29t20:15:03.120z",
+            "2026-11-29T20:15:03.120z",
+            "2026-11-29T20:15:03.120+00:00",
+            "2026-11-29T20:15:03.120-00:00",
+        ] {
+            assert_eq!(parse_ts(same), Ok(ms), "{same}");
+        }
     }
 
     #[test]
@@ -187,6 +209,10 @@ mod tests {
             "2026-11-29T20:15:03.12Z",
             "2026-11-29 20:15:03.120Z",
             "2026-11-29T20:15:03.120+01:00",
+            "2026-11-29T20:15:03.120+00:30",
+            "2026-11-29T20:15:03.120+0000",
+            "2026-11-29T20:15:03.120Z00:00",
+            "2026-11-29T20:15:03.120 ",
             "2026-13-01T00:00:00.000Z",
             "2025-02-29T00:00:00.000Z",
             "2026-11-29T24:00:00.000Z",
