@@ -14,7 +14,7 @@
 
 use super::medieval::{self, Duel, DuelError, DuelOutcome, SelectError};
 use super::moves::Move;
-use super::notation::{Illegal, classify};
+use super::notation::{Illegal, classify, classify_full};
 use super::position::Position;
 use super::types::{Color, Material, Role, Square, Variant};
 
@@ -200,6 +200,11 @@ impl Game {
     /// Classifies move text against the current position.
     pub fn classify(&self, text: &str) -> Result<Move, Illegal> {
         classify(&self.position, text)
+    }
+
+    /// Classifies move text that must give every stop of a capture: see [`classify_full`].
+    pub fn classify_full(&self, text: &str) -> Result<Move, Illegal> {
+        classify_full(&self.position, text)
     }
 
     /// The server's timeout move: see [`auto_move`].

@@ -34,6 +34,6 @@ pub use medieval::{
     Duel, DuelError, DuelOutcome, SelectError, apply_duels, check_duels, duel_victims,
 };
 pub use moves::{Move, MoveKey};
-pub use notation::{Illegal, Notation, SyntaxError, classify, parse_notation};
+pub use notation::{Illegal, Notation, SyntaxError, classify, classify_full, parse_notation};
 pub use position::{Position, Undo, perft, perft_slow};
 pub use types::{Color, Material, Piece, Role, SideMaterial, Square, Variant, pdn_row_col};

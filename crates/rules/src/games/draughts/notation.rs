@@ -138,6 +138,8 @@ pub enum Illegal {
     NoSuchPath,
     #[error("the short form names {count} different moves: give every stop")]
     Ambiguous { count: usize },
+    #[error("a capture of {captured} pieces must list every square it stops on")]
+    MissingStops { captured: usize },
 }
 
 /// Parses move text against a position and returns the legal move it names
@@ -220,6 +222,34 @@ fn is_backward_step(pos: &Position, from: Square, to: Square) -> bool {
         }),
     );
     probe.quiet_moves().iter().any(|m| m.to() == to)
+}
+
+/// [`classify`] for text that must give every stop of a capture, as the platform's logs do
+/// (`28x19x10`, never the short `28x10`): a legal capture of two or more pieces written with only
+/// its two ends, or a short form that names several moves, is [`Illegal::MissingStops`].
+///
+/// ```
+/// use vigie_rules::games::draughts::{Illegal, Position, Variant, classify, classify_full};
+///
+/// // White man on 33 takes the black men on 28 and 18, stopping on 22 and ending on 13.
+/// let pos = Position::from_fen(Variant::International, "W:W33:B28,18").unwrap();
+/// assert!(classify(&pos, "33x13").is_ok());
+/// assert!(classify_full(&pos, "33x22x13").is_ok());
+/// assert_eq!(classify_full(&pos, "33x13"), Err(Illegal::MissingStops { captured: 2 }));
+/// ```
+pub fn classify_full(pos: &Position, text: &str) -> Result<Move, Illegal> {
+    let written = parse_notation(pos.variant(), text)?.squares.len();
+    match classify(pos, text) {
+        Ok(m) if m.captures.len() + 1 > written => Err(Illegal::MissingStops {
+            captured: m.captures.len(),
+        }),
+        Err(Illegal::Ambiguous { .. }) => {
+            let from = pos.legal_paths();
+            let captured = from.first().map_or(0, |m| m.captures.len());
+            Err(Illegal::MissingStops { captured })
+        }
+        other => other,
+    }
 }
 
 impl Position {
