@@ -24,7 +24,9 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    /// `vigie verify`: exit 0 all pass, 1 a check failed, 2 unusable input.
+    /// `vigie verify`: exit 0 all pass, 1 a check failed, 2 unusable input (also when some lines of
+    /// the file could not be read: the verdicts then cover only the lines that could, and a game
+    /// whose start or draws were among the others is not fully verified).
     pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
         use vigie::replay::verify::{verify_file, verify_in_lake};
         let Self {
@@ -33,12 +35,14 @@ impl VerifyArgs {
             lake,
             json,
         } = self;
+        let mut skipped = 0;
         let verdicts = match (&file, &lake, &game) {
             (Some(path), None, _) => match verify_file(path, game.as_deref()) {
                 Ok(v) => {
                     for s in &v.skipped_lines {
                         eprintln!("skipped {s}");
                     }
+                    skipped = v.skipped_lines.len();
                     v.verdicts
                 }
                 Err(e) => {
@@ -70,14 +74,21 @@ impl VerifyArgs {
             }
             let bad = verdicts.iter().filter(|v| v.failed()).count();
             println!(
-                "verify: {} games, {} pass, {} fail",
+                "verify: {} games, {} pass, {} fail{}",
                 verdicts.len(),
                 verdicts.len() - bad,
-                bad
+                bad,
+                if skipped > 0 {
+                    format!(", {skipped} lines unreadable (not verified)")
+                } else {
+                    String::new()
+                }
             );
         }
         Ok(if failed {
             ExitCode::from(1)
+        } else if skipped > 0 {
+            ExitCode::from(2)
         } else {
             ExitCode::SUCCESS
         })

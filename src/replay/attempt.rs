@@ -137,6 +137,7 @@ pub fn cause_sentence(c: Code) -> &'static str {
         Code::NotMajority => "another capture takes more pieces (majority rule)",
         Code::NoSuchPath => "no legal move follows this path",
         Code::AmbiguousMove => "the short form names several moves",
+        Code::MissingStops => "a capture of several pieces must list every square it stops on",
         Code::NoSuchToken => "the player has no such token",
         Code::TokenFinished => "the token has already finished",
         Code::WrongDistance => "the move would overshoot the finish",

@@ -116,6 +116,10 @@ pub struct Decision {
     pub winner: Option<String>,
     /// The event that decided it.
     pub seq: i64,
+    /// Another end reason that applied at the same moment (a draught game's draw rule and its
+    /// third repetition on one ply): the contract sets no order between them, so a server may log
+    /// either.
+    pub also: Option<EndReason>,
 }
 
 /// A random outcome as logged, checked against its derivation once the seed is known.
@@ -246,7 +250,17 @@ impl Cx<'_> {
                 reason,
                 winner,
                 seq,
+                also: None,
             });
+        }
+    }
+
+    /// Records that `reason` also ended the game at the moment of its decision.
+    pub fn also_ended_by(&mut self, reason: EndReason) {
+        if let Some(d) = self.decision.as_mut()
+            && d.reason != reason
+        {
+            d.also = Some(reason);
         }
     }
 

@@ -133,6 +133,15 @@ impl DraughtsRules {
                     d::DrawReason::Repetition => EndReason::Repetition,
                 };
                 cx.decide("draw".to_string(), reason, None, seq);
+                // The draw rule and a third repetition on the same ply: either reason is right.
+                let g = &self.game;
+                if g.quiet_plies() >= g.variant().draw_plies()
+                    && g.variant().repetition_draws()
+                    && g.repetitions() >= 3
+                {
+                    cx.also_ended_by(EndReason::Repetition);
+                    cx.also_ended_by(EndReason::DrawRule);
+                }
             }
         }
     }
@@ -156,7 +165,7 @@ impl DraughtsRules {
         } else if !self.game.selection_done() {
             Some(Err(Code::WrongPhase))
         } else {
-            Some(self.game.classify(text).map_err(illegal_code))
+            Some(self.game.classify_full(text).map_err(illegal_code))
         };
         let limit = self.limit_ms;
         judge_attempt(
@@ -261,11 +270,37 @@ impl DraughtsRules {
         if !a.is_auto() {
             self.consecutive[idx(color)] = 0;
         }
-        if self.draw_offer.is_some() {
+        // An offer stands until the player it was made to moves (declining it by playing on):
+        // the contract sets no other limit, and a player may offer a draw and then move, as the
+        // international rules have it (the offer is made with a move).
+        if self.draw_offer == Some(color.other()) {
             self.draw_offer = None;
+        }
+        // Every duel the server logged with an accepted move is a draw to check against its
+        // derivation, numbered in the game's order, whether or not the capture fits the board
+        // (a misapplied duel is an integrity finding of its own) and whether or not the replay
+        // still follows the board.
+        if self.medieval {
+            for duel in m.duels.as_deref().unwrap_or_default() {
+                cx.draws.push(Draw::Duel {
+                    seq,
+                    ts,
+                    m: self.duels,
+                    victim: duel.victim,
+                    won: duel.won,
+                    account: player.to_string(),
+                });
+                self.duels += 1;
+            }
         }
         match verdict {
             Some(Ok(played)) => self.play(ev, &played, m.duels.as_deref(), color, cx),
+            // A legal capture logged without its stops: flagged above as not the contract's
+            // notation, and still the one move it names, so the board follows it.
+            Some(Err(Code::MissingStops)) => match self.game.classify(text) {
+                Ok(played) => self.play(ev, &played, m.duels.as_deref(), color, cx),
+                Err(_) => self.force(ev, text, color, cx),
+            },
             Some(Err(_)) => self.force(ev, text, color, cx),
             None => {}
         }
@@ -328,17 +363,6 @@ impl DraughtsRules {
             cx.desynced = true;
             return;
         }
-        for duel in &logged {
-            cx.draws.push(Draw::Duel {
-                seq,
-                ts: ev.ts(),
-                m: self.duels,
-                victim: duel.victim.number(),
-                won: duel.won,
-                account: player.clone(),
-            });
-            self.duels += 1;
-        }
         match self.game.play_with_duels(played, &logged) {
             Ok(_) => self.after_move(ev.ts(), seq, cx),
             Err(_) => cx.desynced = true,
@@ -373,6 +397,7 @@ pub fn illegal_code(i: Illegal) -> Code {
         Illegal::NotMajority { .. } => Code::NotMajority,
         Illegal::NoSuchPath => Code::NoSuchPath,
         Illegal::Ambiguous { .. } => Code::AmbiguousMove,
+        Illegal::MissingStops { .. } => Code::MissingStops,
     }
 }
 

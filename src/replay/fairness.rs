@@ -1,6 +1,6 @@
 //! Fairness checks of one game: commitment present and on time, seed revealed and well-formed, every die, deal, duel and selection equal to its derivation.
 
-use super::context::{Cx, Draw, Logged};
+use super::context::{Cx, Draw, Logged, NEVER_ENDED_AFTER_MS};
 use super::finding::{Category, Code};
 use crate::fairness::{self, SelectColor};
 use crate::games::belote::{self as b, Card, PLAYERS};
@@ -28,11 +28,15 @@ impl Verdict {
     }
 }
 
-/// Checks everything `fairness.md` promises for one game, adding findings to `cx`.
+/// Checks everything `fairness.md` promises for one game, adding findings to `cx`. `horizon_ms` is
+/// the latest time the replay has seen (of any game): a game that ended without its seed is
+/// pending until it has been silent for [`NEVER_ENDED_AFTER_MS`], since the reveal may come in the
+/// next file or micro-batch.
 pub fn check_game(
     lines: &[Logged],
     ended: Option<&Logged>,
     revealed: Option<&Logged>,
+    horizon_ms: i64,
     cx: &mut Cx<'_>,
 ) -> Verdict {
     let start = cx.start;
@@ -77,9 +81,11 @@ pub fn check_game(
         .expected(format!("ts <= {}", syntax::format_ts(ts)))
         .logged(syntax::format_ts(start_ts));
     }
+    check_numbers(cx);
+    let last_ts = lines.last().map_or(start_ts, Logged::ts);
     let Some(reveal) = revealed else {
         return match ended {
-            Some(end) => {
+            Some(end) if horizon_ms - last_ts > NEVER_ENDED_AFTER_MS => {
                 cx.find(
                     end.seq(),
                     Code::SeedMissing,
@@ -88,7 +94,7 @@ pub fn check_game(
                 .expected("seed_revealed after game_ended");
                 Verdict::Fail
             }
-            None if cx
+            _ if cx
                 .findings
                 .iter()
                 .filter(|f| f.category == Category::Fairness)
@@ -97,9 +103,37 @@ pub fn check_game(
             {
                 Verdict::Fail
             }
-            None => Verdict::Pending,
+            _ => Verdict::Pending,
         };
     };
+    // The seed comes after the last random event, and after game_ended (log-format.md): revealed
+    // earlier, it lets the players foresee the draws still to come.
+    let last_draw = cx
+        .draws
+        .iter()
+        .filter_map(Draw::random_ts)
+        .map(|(_, seq)| seq)
+        .max();
+    let before_end = ended.is_none_or(|end| end.seq() > reveal.seq());
+    if before_end || last_draw.is_some_and(|seq| seq > reveal.seq()) {
+        cx.find(
+            reveal.seq(),
+            Code::SeedEarly,
+            match ended {
+                Some(end) if end.seq() > reveal.seq() => format!(
+                    "the seed was revealed before game_ended (seq {})",
+                    end.seq()
+                ),
+                Some(_) => "the seed was revealed before the game's last random draw".to_string(),
+                None => "the seed was revealed while the game is still running".to_string(),
+            },
+        )
+        .expected(match ended {
+            Some(end) => format!("seed_revealed after seq {}", end.seq()),
+            None => "seed_revealed after game_ended".to_string(),
+        })
+        .logged(format!("seq {}", reveal.seq()));
+    }
     let Body::SeedRevealed(s) = &reveal.event.body else {
         return Verdict::Fail;
     };
@@ -137,6 +171,48 @@ pub fn check_game(
         Verdict::Fail
     } else {
         Verdict::Pass
+    }
+}
+
+/// Roll numbers `n` and deal numbers count every roll of the game and every deal of the match,
+/// redeals included, from 0 (fairness.md): each logged number is the next one. A number that is not
+/// lets the server choose which derivation a draw shows, so it is a finding, once per break (the
+/// count then goes on from the logged number). A jump over a gap in the game's seqs is not one: the
+/// missing line (a `seq_gap`) may be the draw in between.
+fn check_numbers(cx: &mut Cx<'_>) {
+    let gaps: Vec<i64> = cx
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::SeqGap)
+        .map(|f| f.seq)
+        .collect();
+    let mut breaks = Vec::new();
+    // (what, next expected number, seq of the previous draw of that kind)
+    let mut dice = (0i64, -1i64);
+    let mut deals = (0i64, -1i64);
+    for d in &cx.draws {
+        let (what, number, seq, state) = match d {
+            Draw::Die { seq, n, .. } => ("roll", *n, *seq, &mut dice),
+            Draw::Deal { seq, deal, .. } => ("deal", *deal, *seq, &mut deals),
+            _ => continue,
+        };
+        let (expected, prev_seq) = *state;
+        let gap_between = gaps.iter().any(|&g| g > prev_seq && g <= seq);
+        if number != expected && !(number > expected && gap_between) {
+            breaks.push((seq, what, number, expected));
+        }
+        *state = (number.saturating_add(1), seq);
+    }
+    for (seq, what, number, expected) in breaks {
+        cx.find(
+            seq,
+            Code::DrawMisnumbered,
+            format!(
+                "{what} number {number} logged where the game's count of {what}s is at {expected}"
+            ),
+        )
+        .expected(expected.to_string())
+        .logged(number.to_string());
     }
 }
 

@@ -284,7 +284,10 @@ impl LudoRules {
                 self.ply += 1;
                 self.after_action(ts, seq, cx);
             } else if matches!(verdict, Some(Ok(()))) {
-                if a.is_auto() {
+                // A pass is the server's own record whenever nothing can move (rules.md), so a pass
+                // marked automatic, after a roll the server made for a timed-out player say, is no
+                // evidence of anything; only an automatic token move needs a timeout before it.
+                if a.is_auto() && token.is_some() {
                     cx.find(
                         seq,
                         Code::WrongAutoMove,

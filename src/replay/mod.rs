@@ -24,4 +24,4 @@ pub mod run;
 pub mod verify;
 
 pub use finding::{Category, Code, Finding, Severity};
-pub use game::{Context, GameReplay, Logged, replay_game};
+pub use game::{Context, GameReplay, Logged, NEVER_ENDED_AFTER_MS, replay_game};

@@ -537,7 +537,7 @@ fn apply_draughts(s: &mut DState, e: &Event) -> Applied {
                 } else if s.game.status() != dr::Status::Ongoing {
                     "the game was already decided".to_owned()
                 } else {
-                    match s.game.classify(text) {
+                    match s.game.classify_full(text) {
                         Ok(_) => {
                             "legal in this position (the server rejected a legal move)".to_owned()
                         }

@@ -283,8 +283,10 @@ fn faulty_log() -> (String, Vec<(String, i64, &'static str)>) {
     let won = d[i]["duels"][0]["won"].as_bool().unwrap();
     d[i]["duels"][0]["won"] = Value::from(!won);
     expected.push((id(&d), i as i64, "wrong_duel"));
-    // A missing reveal.
-    let mut e = sample_game("lu-", 1);
+    // A missing reveal (the game moved a day earlier: the file's later lines put it well over the
+    // hour a reveal may take).
+    let lu1 = sample_game("lu-", 1);
+    let mut e = crate::replay::moved_game(&lu1, lu1[0]["game"].as_str().unwrap(), "2026-11-19");
     e.retain(|v| v["type"] != "seed_revealed");
     expected.push((
         id(&e),
@@ -382,6 +384,18 @@ fn verify_exit_codes() {
     let clean = vigie(&["verify", shared_sample().to_str().unwrap()]);
     assert_eq!(clean.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&clean.stdout).contains("24 games, 24 pass, 0 fail"));
+    // Every game passes, but a line could not be read: not "all pass".
+    let partly = dir.path().join("partly.jsonl");
+    let mut text = std::fs::read_to_string(shared_sample()).unwrap();
+    text.push_str("{\"v\":1,\"game\":\"lu-x\",\"seq\":3,\"type\":\"roll\"}\n");
+    std::fs::write(&partly, text).unwrap();
+    let out = vigie(&["verify", partly.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("24 pass, 0 fail, 1 lines unreadable"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let garbage = dir.path().join("garbage.jsonl");
     std::fs::write(&garbage, "not a log\n").unwrap();
     assert_eq!(

@@ -8,6 +8,12 @@ use crate::common::*;
 
 /// Replays every game of a JSON Lines text.
 pub fn replay_text(text: &str) -> BTreeMap<String, GameReplay> {
+    replay_text_after(text, 0)
+}
+
+/// Replays every game of a JSON Lines text as if the replay had seen lines up to `later_ms` after
+/// the text's last one.
+pub fn replay_text_after(text: &str, later_ms: i64) -> BTreeMap<String, GameReplay> {
     let mut games: BTreeMap<String, Vec<Logged>> = BTreeMap::new();
     let mut horizon = 0;
     for line in text.lines() {
@@ -16,7 +22,7 @@ pub fn replay_text(text: &str) -> BTreeMap<String, GameReplay> {
         games.entry(l.event.game.clone()).or_default().push(l);
     }
     let ctx = Context {
-        horizon_ms: horizon,
+        horizon_ms: horizon + later_ms,
     };
     games
         .into_iter()
@@ -143,7 +149,12 @@ pub fn relink_broken(lines: &[serde_json::Value], broken: Option<usize>) -> Stri
 
 /// The (seq, code) pairs found in a game.
 fn found(text: &str) -> Vec<(i64, String)> {
-    let games = replay_text(text);
+    found_after(text, 0)
+}
+
+/// The (seq, code) pairs found in a game, the replay having seen lines up to `later_ms` after it.
+fn found_after(text: &str, later_ms: i64) -> Vec<(i64, String)> {
+    let games = replay_text_after(text, later_ms);
     games
         .values()
         .flat_map(|r| {
@@ -196,8 +207,13 @@ fn commitment_mismatch_missing_reveal_and_late_commitment() {
     let mut lines = sample_game("lu-", 1);
     lines.retain(|v| v["type"] != "seed_revealed");
     let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    // The reveal may still come in the next file or micro-batch: pending for an hour, then missing.
+    assert_eq!(found_after(&relink(&lines), 59 * 60 * 1000), vec![]);
+    let games = replay_text(&relink(&lines));
+    let g = games.values().next().and_then(|r| r.game.as_ref()).unwrap();
+    assert_eq!(g.fairness, "pending");
     assert_eq!(
-        found(&relink(&lines)),
+        found_after(&relink(&lines), 61 * 60 * 1000),
         vec![(end as i64, "seed_missing".into())]
     );
 
@@ -207,6 +223,214 @@ fn commitment_mismatch_missing_reveal_and_late_commitment() {
     ts.replace_range(20..23, "999");
     lines[0]["ts"] = serde_json::Value::from(ts);
     assert_eq!(found(&relink(&lines)), vec![(0, "late_commitment".into())]);
+}
+
+/// Renumbers seqs from 0 in list order.
+fn renumber(lines: &mut [serde_json::Value]) {
+    for (k, v) in lines.iter_mut().enumerate() {
+        v["seq"] = serde_json::Value::from(k as i64);
+    }
+}
+
+#[test]
+fn the_parser_takes_every_ludo_variant_the_engine_plays() {
+    assert_eq!(
+        vigie::log::parse::MAX_LUDO_TOKENS,
+        i64::from(vigie::games::ludo::MAX_TOKENS)
+    );
+}
+
+#[test]
+fn a_game_written_with_crlf_line_ends_chains() {
+    // The server hashed each line without its newline; its newline is CRLF, so the raw line the
+    // reader keeps ends with `\r`.
+    let lines = sample_game("d10-", 0);
+    let mut logged: Vec<Logged> = relink(&lines)
+        .lines()
+        .map(|l| Logged::parse(format!("{l}\r")).expect("valid line"))
+        .collect();
+    assert!(logged[1].raw.ends_with('\r'));
+    let horizon = logged.iter().map(Logged::ts).max().unwrap();
+    let game = logged[0].event.game.clone();
+    let r = replay_game(
+        &game,
+        logged.clone(),
+        &Context {
+            horizon_ms: horizon,
+        },
+    );
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    // A wrong prev is still found.
+    let bad = logged[5]
+        .raw
+        .replace(logged[5].event.prev.as_deref().unwrap(), &"ab".repeat(32));
+    logged[5] = Logged::parse(bad).unwrap();
+    let r = replay_game(
+        &game,
+        logged,
+        &Context {
+            horizon_ms: horizon,
+        },
+    );
+    let codes: Vec<(i64, &str)> = r
+        .findings
+        .iter()
+        .map(|f| (f.seq, f.code.as_str()))
+        .collect();
+    // (and at 6, whose prev hashes line 5 as it was)
+    assert_eq!(codes, vec![(5, "chain_broken"), (6, "chain_broken")]);
+}
+
+#[test]
+fn a_seed_revealed_before_the_end_is_found() {
+    let mut lines = sample_game("lu-", 0);
+    let r = seq_of(&lines, |v| v["type"] == "seed_revealed");
+    let mut reveal = lines.remove(r);
+    reveal["ts"] = lines[0]["ts"].clone();
+    lines.insert(1, reveal);
+    renumber(&mut lines);
+    let f = found(&relink(&lines));
+    assert_eq!(f, vec![(1, "seed_early".into())]);
+}
+
+#[test]
+fn roll_numbers_must_count_every_roll() {
+    let mut lines = sample_game("lu-", 0);
+    let i = seq_of(&lines, |v| v["type"] == "roll" && v["n"] == 10);
+    lines[i]["n"] = serde_json::Value::from(79);
+    let f = found(&relink(&lines));
+    assert!(f.contains(&(i as i64, "draw_misnumbered".into())), "{f:?}");
+    // Once: the count goes on from the logged number, so the next roll (n 11) breaks it again, and
+    // the one after does not.
+    let misnumbered: Vec<i64> = f
+        .iter()
+        .filter(|(_, c)| c == "draw_misnumbered")
+        .map(|(s, _)| *s)
+        .collect();
+    let next = seq_of(&lines, |v| v["type"] == "roll" && v["n"] == 11) as i64;
+    assert_eq!(misnumbered, vec![i as i64, next]);
+    let games = replay_text(&relink(&lines));
+    let g = games.values().next().and_then(|r| r.game.as_ref()).unwrap();
+    assert_eq!(g.fairness, "fail");
+}
+
+#[test]
+fn duels_after_a_misapplied_one_are_still_checked() {
+    let mut lines = sample_game("md-", 0);
+    let duel_moves: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.get("duels").is_some())
+        .map(|(k, _)| k)
+        .collect();
+    let (first, second) = (duel_moves[0], duel_moves[1]);
+    // The first capture's duel names a square that is no victim: the replay stops following the
+    // board there; the second duel, flipped, is still checked against its derivation.
+    lines[first]["duels"][0]["victim"] = serde_json::Value::from(1);
+    let won = lines[second]["duels"][0]["won"].as_bool().unwrap();
+    lines[second]["duels"][0]["won"] = serde_json::Value::from(!won);
+    let f = found(&relink(&lines));
+    assert!(
+        f.contains(&(first as i64, "duel_misapplied".into())),
+        "{f:?}"
+    );
+    assert!(f.contains(&(second as i64, "wrong_duel".into())), "{f:?}");
+}
+
+#[test]
+fn a_pass_marked_automatic_is_no_finding() {
+    let mut lines = sample_game("lu-", 0);
+    let i = seq_of(&lines, |v| v["type"] == "move" && v["pass"] == true);
+    lines[i]["auto"] = serde_json::Value::from(true);
+    assert_eq!(found(&relink(&lines)), vec![]);
+    // An automatic token move without a timeout before it still is.
+    let mut lines = sample_game("lu-", 0);
+    let i = seq_of(&lines, |v| v["type"] == "move" && v.get("token").is_some());
+    lines[i]["auto"] = serde_json::Value::from(true);
+    assert_eq!(
+        found(&relink(&lines)),
+        vec![(i as i64, "wrong_auto_move".into())]
+    );
+}
+
+#[test]
+fn a_draw_offered_before_the_offerers_own_move_stands_until_the_opponent_moves() {
+    use serde_json::{Value, json};
+    let lines = sample_game("d10-", 0);
+    let accepted = |v: &Value| v["type"] == "move" && v["status"] == "accepted";
+    let first = seq_of(&lines, accepted);
+    let second = first + 1 + seq_of(&lines[first + 1..], accepted);
+    let gid = lines[0]["game"].clone();
+    let ts = lines[second]["ts"].clone();
+    let players = lines[0]["players"].as_array().unwrap().clone();
+    let stake = lines[0]["stake"].as_i64().unwrap();
+    let mover = lines[second]["player"].as_str().unwrap().to_string();
+    let other = players
+        .iter()
+        .map(|p| p["account"].as_str().unwrap().to_string())
+        .find(|a| *a != mover)
+        .unwrap();
+    let ending = |g: &mut Vec<Value>| {
+        g.push(json!({"v":1,"game":gid,"seq":0,"ts":ts,"type":"draw_answer","player":other,"accept":true}));
+        g.push(json!({"v":1,"game":gid,"seq":0,"ts":ts,"type":"game_ended","result":"draw","reason":"agreement",
+            "payouts":{mover.clone(): stake, other.clone(): stake},"rake":0}));
+        renumber(g);
+    };
+    // The player to move offers a draw, then makes its move; the opponent accepts.
+    let mut g: Vec<Value> = lines[..=first].to_vec();
+    g.push(json!({"v":1,"game":gid,"seq":0,"ts":ts,"type":"draw_offer","player":mover}));
+    g.push(lines[second].clone());
+    ending(&mut g);
+    assert_eq!(found(&relink(&g)), vec![]);
+    // Declined by the opponent's move: a later acceptance is no agreement.
+    let mut g: Vec<Value> = lines[..first].to_vec();
+    let offerer = lines[first]["player"].clone();
+    g.push(json!({"v":1,"game":gid,"seq":0,"ts":ts,"type":"draw_offer","player":offerer}));
+    g.push(lines[first].clone());
+    g.push(lines[second].clone());
+    let late = g.len() as i64;
+    let mut swapped = g.clone();
+    swapped.push(
+        json!({"v":1,"game":gid,"seq":0,"ts":ts,"type":"draw_answer","player":mover,"accept":true}),
+    );
+    renumber(&mut swapped);
+    let f = found(&relink(&swapped));
+    assert!(f.contains(&(late, "accepted_illegal".into())), "{f:?}");
+}
+
+#[test]
+fn a_capture_must_list_every_stop() {
+    let lines = sample_game("d10-", 0);
+    let i = seq_of(&lines, |v| {
+        v["status"] == "accepted"
+            && v["move"]
+                .as_str()
+                .is_some_and(|m| m.matches('x').count() >= 2)
+    });
+    let full = lines[i]["move"].as_str().unwrap().to_string();
+    let squares: Vec<&str> = full.split('x').collect();
+    let short = format!("{}x{}", squares[0], squares[squares.len() - 1]);
+    // A client's short form, rejected by the server as malformed: an attempt finding, not a
+    // legal move rejected.
+    let mut rej = lines.clone();
+    let mut r = rej[i].clone();
+    r["move"] = short.clone().into();
+    r["status"] = "rejected".into();
+    r["reason"] = "malformed".into();
+    rej.insert(i, r);
+    renumber(&mut rej);
+    assert_eq!(
+        found(&relink(&rej)),
+        vec![(i as i64, "missing_stops".into())]
+    );
+    // Accepted and logged without its stops: not the contract's notation; the board still follows
+    // the one move it names, so nothing else is found.
+    let mut acc = lines.clone();
+    acc[i]["move"] = short.into();
+    assert_eq!(
+        found(&relink(&acc)),
+        vec![(i as i64, "accepted_illegal".into())]
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use vigie::log::{Body, RejectReason};
 
 use crate::sim::common::{Run, clean, faulty, subtle};
-use crate::sim::replay_adapter::{AttemptInfo, replay};
+use crate::sim::replay_adapter::{AttemptInfo, horizon, replay};
 
 fn attempts(run: &Run) -> Vec<AttemptInfo> {
     let fault_seqs: BTreeSet<(String, i64)> = run
@@ -13,9 +13,11 @@ fn attempts(run: &Run) -> Vec<AttemptInfo> {
         .into_iter()
         .flat_map(|(g, v)| v.into_iter().map(move |(s, _)| (g.clone(), s)))
         .collect();
-    run.games()
+    let games = run.games();
+    let horizon = horizon(&games);
+    games
         .values()
-        .flat_map(|g| replay(g).attempts)
+        .flat_map(|g| replay(g, horizon).attempts)
         .filter(|a| !fault_seqs.contains(&(a.game.clone(), a.seq)))
         .collect()
 }

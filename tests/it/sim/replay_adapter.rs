@@ -22,8 +22,17 @@ pub struct Replayed {
     pub attempts: Vec<AttemptInfo>,
 }
 
-/// Replays one simulated game.
-pub fn replay(g: &GameLog) -> Replayed {
+/// The latest timestamp of a run's games: the horizon a replay of the whole run has.
+pub fn horizon(games: &std::collections::BTreeMap<String, GameLog>) -> i64 {
+    games
+        .values()
+        .flat_map(|g| g.lines.iter().map(|(_, e)| e.ts))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Replays one simulated game, as a replay that has seen the run's lines up to `horizon_ms`.
+pub fn replay(g: &GameLog, horizon_ms: i64) -> Replayed {
     let lines: Vec<Logged> = g
         .lines
         .iter()
@@ -32,14 +41,7 @@ pub fn replay(g: &GameLog) -> Replayed {
             event: event.clone(),
         })
         .collect();
-    let horizon = lines.iter().map(Logged::ts).max().unwrap_or(0);
-    let r = replay_game(
-        &g.id,
-        lines,
-        &Context {
-            horizon_ms: horizon,
-        },
-    );
+    let r = replay_game(&g.id, lines, &Context { horizon_ms });
     let attempts = r
         .moves
         .iter()
