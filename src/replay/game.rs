@@ -303,7 +303,9 @@ fn end_checks(line: &Logged, cx: &mut Cx<'_>) {
         .as_ref()
         .map(|d| d.result.clone())
         .unwrap_or_else(|| end.result.clone());
-    let draw = result == "draw";
+    // Only draughts draws; a Ludo or Belote result names the winning account, which may be
+    // spelt "draw" like any other.
+    let draw = cx.start.kind.is_draughts() && result == "draw";
     let winner_account: Option<String> = match cx.start.kind {
         Kind::Draughts10 | Kind::Draughts8 => cx
             .start
@@ -457,7 +459,7 @@ fn build(
                 .map(|d| d.result.as_str())
                 .or(end.map(|(_, e)| e.result.as_str()));
             let outcome = result.map(|r| {
-                if r == "draw" {
+                if r == "draw" && start.kind.is_draughts() {
                     "draw"
                 } else if r == p.account || r == p.seat.as_str() {
                     "win"

@@ -233,6 +233,24 @@ fn renumber(lines: &mut [serde_json::Value]) {
 }
 
 #[test]
+fn a_ludo_winner_named_draw_is_no_draw() {
+    let lines = sample_game("lu-", 0);
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    let winner = lines[end]["result"].as_str().unwrap().to_string();
+    let renamed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|v| {
+            let text = serde_json::to_string(v)
+                .unwrap()
+                .replace(&format!("\"{winner}\""), "\"draw\"");
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect();
+    assert_eq!(renamed[end]["result"], "draw");
+    assert_eq!(found(&relink(&renamed)), vec![]);
+}
+
+#[test]
 fn the_parser_takes_every_ludo_variant_the_engine_plays() {
     assert_eq!(
         vigie::log::parse::MAX_LUDO_TOKENS,

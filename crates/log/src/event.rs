@@ -225,6 +225,11 @@ impl Kind {
         }
     }
 
+    /// International or Brazilian draughts: the only kinds whose games can be drawn.
+    pub fn is_draughts(self) -> bool {
+        matches!(self, Kind::Draughts10 | Kind::Draughts8)
+    }
+
     /// Whether the kind draws randomness from a committed seed (Ludo, Belote; draughts8 in medieval mode).
     pub fn uses_seed(self, mode: Mode) -> bool {
         matches!(self, Kind::Ludo | Kind::Belote)
