@@ -1230,6 +1230,28 @@ pub fn run_scoped(
 }
 
 fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<u64, FeaturesError> {
+    // Polars plans these tables with zone-less datetimes (it is built without time zones; see
+    // `conform`). Every one of them is a UTC instant, and Delta's `timestamp` must be written
+    // "adjusted to UTC": a reader such as DuckDB shifts zone-less values by its session's zone.
+    // (A cast to a zoned type would drop the zone in this build, so the zone is set on the
+    // column's epoch values directly.)
+    let naive: Vec<(PlSmallStr, TimeUnit)> = df
+        .columns()
+        .iter()
+        .filter_map(|c| match c.dtype() {
+            DataType::Datetime(unit, None) => Some((c.name().clone(), *unit)),
+            _ => None,
+        })
+        .collect();
+    for (name, unit) in naive {
+        let utc = df
+            .column(&name)?
+            .as_materialized_series()
+            .to_physical_repr()
+            .into_owned()
+            .into_datetime(unit, Some(TimeZone::UTC));
+        df.with_column(utc.into_column())?;
+    }
     let file = std::fs::File::create(path).map_err(|source| FeaturesError::Io {
         path: path.to_path_buf(),
         source,

@@ -91,10 +91,11 @@ pub fn delta_type(ty: &DataType) -> std::result::Result<Value, String> {
         DataType::Boolean => json!("boolean"),
         DataType::Date32 => json!("date"),
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => json!("binary"),
-        // Every timestamp of the lake is a UTC instant. The feature tables are written by polars,
-        // built without time zones, so their files say "not adjusted to UTC"; Delta's
-        // `timestamp_ntz` would need reader 3 / writer 7 for no gain, and the Delta readers read
-        // both kinds of files as `timestamp`.
+        // Every timestamp of the lake is a UTC instant, written "adjusted to UTC" as Delta's
+        // `timestamp` requires (the feature tables too: `features::write_parquet` sets the zone
+        // that polars, built without time zones, leaves out of its plans). Files of older builds
+        // say "not adjusted": delta-rs, polars and Spark read them as the same instants, DuckDB
+        // shifts them by its session's time zone.
         DataType::Timestamp(TimeUnit::Millisecond | TimeUnit::Microsecond, tz)
             if tz.as_deref().is_none_or(|tz| tz == "UTC" || tz == "+00:00") =>
         {

@@ -808,3 +808,36 @@ print(json.dumps(out))
         "{got}"
     );
 }
+
+#[test]
+fn every_timestamp_of_every_data_file_is_written_adjusted_to_utc() {
+    // Delta's `timestamp` is an instant: its Parquet files must say "adjusted to UTC", or a reader
+    // such as DuckDB shifts the values by its session's time zone. The feature tables are written
+    // by polars, the others by arrow-rs: both are checked.
+    let lake = crate::common::sample_lake();
+    let mut checked = std::collections::BTreeSet::new();
+    for path in crate::common::data_files(lake) {
+        if path.extension().is_none_or(|e| e != "parquet") {
+            continue;
+        }
+        let file = std::fs::File::open(&path).unwrap();
+        let builder =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        for field in builder.schema().fields() {
+            if let arrow::datatypes::DataType::Timestamp(_, tz) = field.data_type() {
+                assert!(
+                    tz.is_some(),
+                    "{}: {} is not adjusted to UTC",
+                    path.display(),
+                    field.name()
+                );
+                checked.insert(field.name().clone());
+            }
+        }
+    }
+    assert!(
+        checked.contains("window_end"),
+        "feature tables checked: {checked:?}"
+    );
+    assert!(checked.contains("ts"), "{checked:?}");
+}
