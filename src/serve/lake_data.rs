@@ -14,6 +14,12 @@ use crate::log::{Kind, Mode, Seat};
 use crate::review::{AuditEntry, NewAuditEntry, ReviewIndex};
 use crate::sql::{Guard, QueryLimits, TableAccess};
 
+/// Arrow memory of an analyst query's rows at most (the console's page, a CSV download): the rows
+/// are held as text and then as CSV outside the session's memory pool, so a download of wide rows
+/// is cut by size as well as by rows (`x-vigie-truncated`). Measured peak of a download that hits
+/// it: docs/security.md.
+pub const RESULT_BYTES: usize = 32 << 20;
+
 /// The dashboard queries shipped with the binary (the files live in `queries/dashboard/`).
 const PANELS: [(&str, &str); 4] = [
     (
@@ -1115,15 +1121,21 @@ impl DataSource for LakeData {
                         .map_err(df_err)?,
                 ),
             };
-            let batches = guard
-                .query_rows(sql, who, Some(max_rows.saturating_add(1)))
+            let (batches, cut) = guard
+                .query_within(
+                    sql,
+                    who,
+                    Some(max_rows.saturating_add(1)),
+                    Some(RESULT_BYTES),
+                )
                 .await
                 .map_err(|e| match e {
                     crate::sql::SqlError::Lake(e) => DataError::Unavailable(e.to_string()),
                     other => DataError::BadQuery(other.to_string()),
                 })?;
             let mut out = text_table(&batches).map_err(|e| DataError::BadQuery(e.to_string()))?;
-            out.truncated = out.rows.len() > max_rows;
+            drop(batches);
+            out.truncated = cut || out.rows.len() > max_rows;
             out.rows.truncate(max_rows);
             out.ms = started.elapsed().as_millis() as u64;
             out.snapshot = cache.guard.snapshot().id();

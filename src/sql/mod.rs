@@ -385,11 +385,24 @@ impl Guard {
         who: &str,
         max_rows: Option<usize>,
     ) -> Result<Vec<RecordBatch>, SqlError> {
+        Ok(self.query_within(sql, who, max_rows, None).await?.0)
+    }
+
+    /// Like [`Guard::query_rows`], also stopping once the rows collected hold `max_bytes` of
+    /// Arrow memory (results are held outside the session's memory pool, so a download of wide
+    /// rows must be bounded by size as well as by rows); the flag says whether it stopped there.
+    pub async fn query_within(
+        &self,
+        sql: &str,
+        who: &str,
+        max_rows: Option<usize>,
+        max_bytes: Option<usize>,
+    ) -> Result<(Vec<RecordBatch>, bool), SqlError> {
         let started = Instant::now();
-        let result = self.query_inner(sql, max_rows).await;
+        let result = self.query_inner(sql, max_rows, max_bytes).await;
         let rows: usize = result
             .as_ref()
-            .map(|b| b.iter().map(RecordBatch::num_rows).sum())
+            .map(|(b, _)| b.iter().map(RecordBatch::num_rows).sum())
             .unwrap_or(0);
         tracing::info!(
             target: "vigie::sql",
@@ -412,7 +425,8 @@ impl Guard {
         &self,
         sql: &str,
         max_rows: Option<usize>,
-    ) -> Result<Vec<RecordBatch>, SqlError> {
+        max_bytes: Option<usize>,
+    ) -> Result<(Vec<RecordBatch>, bool), SqlError> {
         let ctx = self.ctx.clone();
         let sql = sql.to_owned();
         let limit = self.limits.timeout;
@@ -420,12 +434,17 @@ impl Guard {
             let mut stream = plan_stream(&ctx, &sql, limit).await?;
             let schema = stream.schema();
             let mut out = Vec::new();
-            let mut rows = 0usize;
+            let (mut rows, mut bytes, mut cut) = (0usize, 0usize, false);
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
                 rows += batch.num_rows();
+                bytes += batch.get_array_memory_size();
                 out.push(batch);
                 if max_rows.is_some_and(|m| rows >= m) {
+                    break;
+                }
+                if max_bytes.is_some_and(|m| bytes >= m) {
+                    cut = true;
                     break;
                 }
             }
@@ -435,7 +454,7 @@ impl Guard {
             if out.is_empty() {
                 out.push(RecordBatch::new_empty(schema));
             }
-            Ok(out)
+            Ok((out, cut))
         })
         .await
     }

@@ -414,6 +414,32 @@ async fn sql_console_runs_saved_queries_refuses_writes_and_downloads_csv() {
     .unwrap();
     assert_eq!(csv.lines().count(), events + 1);
     assert!(csv.starts_with("game,seq\r\n"));
+    // Wide rows: the download is cut by size too (its rows are held outside the session's pool).
+    let r = app
+        .post(
+            "/sql/csv",
+            Some(&cookie),
+            &form(
+                "SELECT lpad(e.game, 1000) AS a FROM events e \
+                 CROSS JOIN (VALUES (1), (2), (3), (4), (5), (6), (7), (8)) AS v(k)",
+            ),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-vigie-truncated"], "true");
+    let wide = axum::body::to_bytes(r.into_body(), 1 << 30).await.unwrap();
+    let wide = String::from_utf8_lossy(&wide);
+    let kept = wide.lines().count() - 1;
+    assert!(
+        kept > 0 && kept < 8 * events,
+        "{kept} of {} rows",
+        8 * events
+    );
+    assert!(
+        wide.len() < 3 * vigie::serve::lake_data::RESULT_BYTES,
+        "{} bytes",
+        wide.len()
+    );
     // Writes and escapes are refused with a reason, and the console keeps working.
     for bad in crate::common::REFUSED_SQL {
         let r = app.post("/sql", Some(&cookie), &form(bad)).await;

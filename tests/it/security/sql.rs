@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
 use std::time::Duration;
 
 use super::{PASSWORD, Server, encode, have, psql_at, stderr, while_serving};
@@ -334,4 +335,46 @@ fn analysts_do_not_read_the_audit_log_admins_do() {
         "{}",
         r.status
     );
+}
+
+#[test]
+fn pg_messages_over_the_bound_close_their_connection_and_encryption_requests_are_declined() {
+    if !have(
+        "psql",
+        "pg_messages_over_the_bound_close_their_connection_and_encryption_requests_are_declined",
+    ) {
+        return;
+    }
+    let server = Server::start("pg-frames", &[]);
+    // psql's defaults ask for TLS and GSS encryption first: declined ("N"), then plain text.
+    for mode in ["sslmode=prefer", "gssencmode=prefer sslmode=prefer"] {
+        let out = Command::new("psql")
+            .arg(format!(
+                "host={} port={} user=ana dbname=vigie {mode} connect_timeout=10",
+                server.pg.ip(),
+                server.pg.port()
+            ))
+            .args(["-X", "-A", "-t", "-c", "SELECT 41 + 1"])
+            .env("PGPASSWORD", PASSWORD)
+            .output()
+            .expect("psql");
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+    }
+    // A simple query announcing 200 MB: the connection is closed at its header (nothing of the
+    // body needs to be sent), and the server keeps answering others.
+    let mut s = raw_login(server.pg, "ana", PASSWORD).expect("login");
+    let mut q = vec![b'Q'];
+    q.extend_from_slice(&(200u32 << 20).to_be_bytes());
+    q.extend_from_slice(b"SELECT 1");
+    let _ = s.write_all(&q);
+    let mut buf = [0u8; 64];
+    // Closed: end of stream or a reset, not the read timeout of a server waiting for the body.
+    match s.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the connection stayed open: {other:?}"),
+    }
+    let out = server.psql("ana", "SELECT 1");
+    assert!(out.status.success(), "{}", stderr(&out));
 }
