@@ -438,13 +438,26 @@ impl Guard {
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
                 rows += batch.num_rows();
-                bytes += batch.get_array_memory_size();
+                // What the batch's rows take, not the buffers it shares with other batches.
+                bytes += batch
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        c.to_data()
+                            .get_slice_memory_size()
+                            .unwrap_or_else(|_| c.get_array_memory_size())
+                    })
+                    .sum::<usize>();
                 out.push(batch);
                 if max_rows.is_some_and(|m| rows >= m) {
                     break;
                 }
                 if max_bytes.is_some_and(|m| bytes >= m) {
-                    cut = true;
+                    // Cut only if rows remain (the next batch is read and dropped).
+                    cut = match stream.next().await {
+                        Some(next) => next.map(|b| b.num_rows() > 0)?,
+                        None => false,
+                    };
                     break;
                 }
             }

@@ -964,6 +964,8 @@ async fn guarded(
 ) -> std::io::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let peer = client.peer_addr().ok();
+    // As the wire library sets it on the sockets it serves itself.
+    let _ = client.set_nodelay(true);
     // Encryption requests are answered here, as the wire library answers them on a TCP socket
     // without TLS ("N": go on in plain text); on the socket pair it would not expect them.
     let mut first = [0u8; 8];
@@ -1010,11 +1012,13 @@ async fn guarded(
         let _ = tokio::io::copy(&mut ours_r, &mut client_w).await;
         let _ = client_w.shutdown().await;
     };
-    tokio::pin!(c2s);
-    tokio::pin!(s2c);
-    let relay = async {
+    let relay = async move {
+        tokio::pin!(c2s);
+        tokio::pin!(s2c);
         tokio::select! {
-            // The library closed the connection: what the client sends now goes nowhere.
+            // The library closed its side (a fatal error, the end of a session): the client's
+            // input is dropped with `c2s` when this block ends, so the library also sees the end
+            // of its input and returns, whatever state it was waiting in.
             _ = &mut s2c => {}
             _ = &mut c2s => (&mut s2c).await,
         }

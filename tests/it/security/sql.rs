@@ -378,3 +378,30 @@ fn pg_messages_over_the_bound_close_their_connection_and_encryption_requests_are
     let out = server.psql("ana", "SELECT 1");
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn a_fatal_protocol_error_gives_the_connection_slot_back() {
+    if !have(
+        "psql",
+        "a_fatal_protocol_error_gives_the_connection_slot_back",
+    ) {
+        return;
+    }
+    let server = Server::start("pg-fatal", &["--pg-max-connections", "1"]);
+    for round in 0..3 {
+        // A Describe of an unknown kind ('Z'): the wire library ends the session with a FATAL
+        // error and closes its side; the relay must close the connection, and the slot is free.
+        let mut s = raw_login(server.pg, "ana", PASSWORD).expect("login");
+        let mut d = vec![b'D'];
+        d.extend_from_slice(&6u32.to_be_bytes());
+        d.extend_from_slice(b"Z\0");
+        s.write_all(&d).unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        assert!(all.contains(&b'E'), "round {round}: no error sent");
+        drop(s);
+        std::thread::sleep(Duration::from_millis(300));
+        let out = server.psql("ana", "SELECT 1");
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+    }
+}
