@@ -114,7 +114,16 @@ pub fn check_game(
         .filter_map(Draw::random_ts)
         .map(|(_, seq)| seq)
         .max();
-    let before_end = ended.is_none_or(|end| end.seq() > reveal.seq());
+    // Without game_ended, the reveal is early unless lines are missing before it (a seq_gap):
+    // game_ended may be among them, in a file or micro-batch not read yet.
+    let lines_missing = cx
+        .findings
+        .iter()
+        .any(|f| f.code == Code::SeqGap && f.seq <= reveal.seq());
+    let before_end = match ended {
+        Some(end) => end.seq() > reveal.seq(),
+        None => !lines_missing,
+    };
     if before_end || last_draw.is_some_and(|seq| seq > reveal.seq()) {
         cx.find(
             reveal.seq(),

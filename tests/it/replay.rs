@@ -312,6 +312,24 @@ fn a_seed_revealed_before_the_end_is_found() {
 }
 
 #[test]
+fn a_reveal_without_game_ended_waits_when_lines_are_missing_before_it() {
+    // game_ended (and the line before it) not read yet: the reveal may well be on time.
+    let mut lines = sample_game("lu-", 0);
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    lines.drain(end - 1..=end);
+    let f = found(&relink(&lines));
+    assert!(f.iter().any(|(_, c)| c == "seq_gap"), "{f:?}");
+    assert!(!f.iter().any(|(_, c)| c == "seed_early"), "{f:?}");
+    // With every line before it present and no game_ended, it is early.
+    let mut lines = sample_game("lu-", 0);
+    let end = seq_of(&lines, |v| v["type"] == "game_ended");
+    lines.remove(end);
+    renumber(&mut lines);
+    let f = found(&relink(&lines));
+    assert!(f.contains(&(end as i64, "seed_early".into())), "{f:?}");
+}
+
+#[test]
 fn roll_numbers_must_count_every_roll() {
     let mut lines = sample_game("lu-", 0);
     let i = seq_of(&lines, |v| v["type"] == "roll" && v["n"] == 10);

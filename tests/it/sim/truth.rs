@@ -176,6 +176,23 @@ fn points_held_over_from_a_litige_may_be_logged_in_the_totals_only() {
             "{}",
             g.id
         );
+        // Taken from the loser instead: a wrong score, though the totals are right.
+        let loser = lines[k]["points"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .find(|a| **a != winner)
+            .cloned()
+            .unwrap();
+        let mut other = lines.clone();
+        let p = other[k]["points"][&loser].as_i64().unwrap();
+        other[k]["points"][&loser] = Value::from(p - held);
+        assert_eq!(
+            codes(&crate::replay::relink(&other)),
+            vec![(at, "wrong_score".to_string())],
+            "{}",
+            g.id
+        );
         // Any other amount: a wrong score.
         assert_eq!(
             codes(&with_points(&mut lines, held - 1)),
