@@ -453,10 +453,16 @@ impl Guard {
                     break;
                 }
                 if max_bytes.is_some_and(|m| bytes >= m) {
-                    // Cut only if rows remain (the next batch is read and dropped).
-                    cut = match stream.next().await {
-                        Some(next) => next.map(|b| b.num_rows() > 0)?,
-                        None => false,
+                    // Cut only if rows remain (read on to the next batch that has some, and drop it).
+                    cut = loop {
+                        match stream.next().await {
+                            Some(next) => {
+                                if next?.num_rows() > 0 {
+                                    break true;
+                                }
+                            }
+                            None => break false,
+                        }
                     };
                     break;
                 }
