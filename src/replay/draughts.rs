@@ -128,19 +128,14 @@ impl DraughtsRules {
                 );
             }
             Status::Draw { reason } => {
-                let reason = match reason {
+                let end_reason = |r: d::DrawReason| match r {
                     d::DrawReason::DrawRule => EndReason::DrawRule,
                     d::DrawReason::Repetition => EndReason::Repetition,
                 };
-                cx.decide("draw".to_string(), reason, None, seq);
+                cx.decide("draw".to_string(), end_reason(reason), None, seq);
                 // The draw rule and a third repetition on the same ply: either reason is right.
-                let g = &self.game;
-                if g.quiet_plies() >= g.variant().draw_plies()
-                    && g.variant().repetition_draws()
-                    && g.repetitions() >= 3
-                {
-                    cx.also_ended_by(EndReason::Repetition);
-                    cx.also_ended_by(EndReason::DrawRule);
+                for other in self.game.draw_reasons() {
+                    cx.also_ended_by(end_reason(other));
                 }
             }
         }

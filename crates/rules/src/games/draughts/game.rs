@@ -207,6 +207,22 @@ impl Game {
         classify_full(&self.position, text)
     }
 
+    /// Every draw rule that holds in the current position, in the order [`Game::status`] applies
+    /// them (the draw rule, then a third repetition); both may hold on the same ply. Whether the
+    /// game is won instead is [`Game::status`]'s business.
+    #[must_use]
+    pub fn draw_reasons(&self) -> Vec<DrawReason> {
+        let variant = self.position.variant();
+        let mut out = Vec::new();
+        if self.quiet_plies >= variant.draw_plies() {
+            out.push(DrawReason::DrawRule);
+        }
+        if variant.repetition_draws() && self.repetitions() >= 3 {
+            out.push(DrawReason::Repetition);
+        }
+        out
+    }
+
     /// The server's timeout move: see [`auto_move`].
     #[must_use]
     pub fn auto_move(&self) -> Option<Move> {
@@ -287,17 +303,10 @@ impl Game {
                 reason: WinReason::NoMoves,
             };
         }
-        if self.quiet_plies >= pos.variant().draw_plies() {
-            return Status::Draw {
-                reason: DrawReason::DrawRule,
-            };
+        match self.draw_reasons().first() {
+            Some(&reason) => Status::Draw { reason },
+            None => Status::Ongoing,
         }
-        if pos.variant().repetition_draws() && self.repetitions() >= 3 {
-            return Status::Draw {
-                reason: DrawReason::Repetition,
-            };
-        }
-        Status::Ongoing
     }
 }
 
