@@ -33,6 +33,9 @@ use super::Snapshot;
 use super::bounded::{BoundFunctions, value_cap};
 use super::tables::TableDef;
 
+/// The catalog every session registers the lake's tables in (its default catalog).
+pub const CATALOG: &str = "vigie";
+
 /// The URL the snapshot store is registered under.
 pub const STORE_URL: &str = "vigie://lake/";
 
@@ -300,7 +303,7 @@ pub async fn session(
     let config = SessionConfig::new()
         .with_target_partitions(limits.partitions)
         .with_information_schema(true)
-        .with_default_catalog_and_schema("vigie", "lake");
+        .with_default_catalog_and_schema(CATALOG, "lake");
     let state = datafusion::execution::SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)

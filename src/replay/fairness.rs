@@ -81,7 +81,14 @@ pub fn check_game(
         .expected(format!("ts <= {}", syntax::format_ts(ts)))
         .logged(syntax::format_ts(start_ts));
     }
-    check_numbers(cx);
+    // Where lines are missing (a seq_gap at the first seq after each hole).
+    let gaps: Vec<i64> = cx
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::SeqGap)
+        .map(|f| f.seq)
+        .collect();
+    check_numbers(&gaps, cx);
     let last_ts = lines.last().map_or(start_ts, Logged::ts);
     let Some(reveal) = revealed else {
         return match ended {
@@ -116,10 +123,7 @@ pub fn check_game(
         .max();
     // Without game_ended, the reveal is early unless lines are missing before it (a seq_gap):
     // game_ended may be among them, in a file or micro-batch not read yet.
-    let lines_missing = cx
-        .findings
-        .iter()
-        .any(|f| f.code == Code::SeqGap && f.seq <= reveal.seq());
+    let lines_missing = gaps.iter().any(|&g| g <= reveal.seq());
     let before_end = match ended {
         Some(end) => end.seq() > reveal.seq(),
         None => !lines_missing,
@@ -187,14 +191,8 @@ pub fn check_game(
 /// redeals included, from 0 (fairness.md): each logged number is the next one. A number that is not
 /// lets the server choose which derivation a draw shows, so it is a finding, once per break (the
 /// count then goes on from the logged number). A jump over a gap in the game's seqs is not one: the
-/// missing line (a `seq_gap`) may be the draw in between.
-fn check_numbers(cx: &mut Cx<'_>) {
-    let gaps: Vec<i64> = cx
-        .findings
-        .iter()
-        .filter(|f| f.code == Code::SeqGap)
-        .map(|f| f.seq)
-        .collect();
+/// missing line (a `seq_gap`, whose seqs are `gaps`) may be the draw in between.
+fn check_numbers(gaps: &[i64], cx: &mut Cx<'_>) {
     let mut breaks = Vec::new();
     // (what, next expected number, seq of the previous draw of that kind)
     let mut dice = (0i64, -1i64);

@@ -257,8 +257,8 @@ impl Drop for Session {
     }
 }
 
-/// The catalog `pg_catalog` is registered in (the lake's default catalog).
-const PG_CATALOG_DB: &str = "vigie";
+/// The catalog `pg_catalog` is registered in: the lake's.
+const PG_CATALOG_DB: &str = crate::lake::sql::CATALOG;
 
 /// The connection's SQL session, made once the client has authenticated.
 type SessionCell = Arc<OnceLock<Session>>;
