@@ -1,11 +1,14 @@
 -- id: win_trading
 -- title: Win trading (rating boosting)
 -- behaviour: win_trading
--- catches: pairs of accounts whose rated games against each other keep ending with one of them giving
+-- catches: pairs of accounts whose games against each other (rated or not) keep ending with one of them giving
 --   up cheaply (while not behind on the board, or within the first 20 plies), each of them in turn or not, far more often than either gives
 --   games up against anyone else.
 -- why: trading wins inflates both ratings (and the Medieval ranking separately) through games no one
---   played out. Friends who play each other often have ordinary results: games played to their end,
+--   played out, and in unrated games at stakes it passes wins and stakes back and forth for whatever
+--   counts them (records, bonuses, or to hide a flow); an independently written simulator's traders
+--   played mostly unrated Ludo, which a bound on rated games let through. Friends who play each other often
+--   have ordinary results: games played to their end,
 --   lost when beaten. The baseline is the two accounts' own rates of giving up cheaply in
 --   games against others, each shrunk towards the platform's rate as if it had played prior_games more
 --   games at it), or twice the platform's rate if higher; the
@@ -14,7 +17,7 @@
 --   one-way flow is chip dumping).
 -- severity: medium
 -- action: review
--- param min_rated = 4 : rated games together in 30 days
+-- param min_games = 4 : games together in 30 days, rated or not
 -- param min_gave_up = 4 : games given up cheaply, both together
 -- param min_each = 1 : such games each of them gave up
 -- param min_balance = 0.2 : the fewer give-ups of the two, at least this share of the more (a chip dumper's partner gives up now and then too)
@@ -41,7 +44,7 @@ t AS (
     JOIN acc xa ON xa.account = p.a
     JOIN acc xb ON xb.account = p.b
     CROSS JOIN base bs
-    WHERE p."window" = '30d' AND p.rated_games >= ${min_rated}
+    WHERE p."window" = '30d' AND p.games >= ${min_games}
       AND coalesce(p.a_gave_up_cheaply, 0) >= ${min_each} AND coalesce(p.b_gave_up_cheaply, 0) >= ${min_each}
       AND coalesce(p.a_gave_up_cheaply, 0) + coalesce(p.b_gave_up_cheaply, 0) >= ${min_gave_up}
       AND least(coalesce(p.a_gave_up_cheaply, 0), coalesce(p.b_gave_up_cheaply, 0))
@@ -55,7 +58,7 @@ hits AS (
 SELECT acc AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, partner,
        rated_games, games, gave_up_cheaply, a_gave_up_cheaply, b_gave_up_cheaply, a_wins, b_wins, result_switches,
        platform_rate, pair_rate_with_others, baseline AS baseline_rate, p_value,
-       ${min_rated} AS min__rated_games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value
+       ${min_games} AS min__games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value
 FROM (
     -- Both accounts of the pair, from one pass over the hits.
     SELECT CASE WHEN s.side = 'a' THEN h.a ELSE h.b END AS acc,
