@@ -1,22 +1,38 @@
 -- id: shared_device_ring
 -- title: Shared-device rings
 -- behaviour: shared_device
--- catches: groups of three or more accounts logged from the same device that have sat at the same
---   table, in any game (two or four players), even rarely.
+-- catches: groups of three or more accounts logged from the same device, two of which have sat at the
+--   same table, in any game (two or four players), even rarely: every account of that device.
 -- why: several accounts on one device playing together can feed each other wins and stakes or pass a
 --   ban around. A household shares an ip, not a device hash; a device used by three or more accounts
---   that meet at the table is a ring until shown otherwise. A member is flagged once it has met
---   another account of the device at least min_games times in the window.
+--   that meet at the table is a ring until shown otherwise. Once two of its accounts have met at
+--   least min_games times in the window, every account of the device is flagged: the members that
+--   met, and the others that played at least min_device_games games from it (a subtle ring's members
+--   rarely meet two by two, and some never do in a month; an independently written simulator's rings
+--   of four left one or two such members in three rings). The evidence says how often each met the
+--   ring (0 for those that never did) and how many games the ring's members played together.
 -- severity: medium
 -- action: review
 -- param min_ring = 3 : accounts on the device
--- param min_games = 1 : games with another account of the device
+-- param min_games = 1 : games in which two accounts of the device met
+-- param min_device_games = 2 : games from the device, for a member that never met another
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
     SELECT game, account, device FROM game_players
     WHERE started_at >= ${window_end} - INTERVAL '30 days'
       -- A game's partition is its start date: older partitions are not even listed.
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+),
+-- How unusual: every device of the window ranked by its number of accounts (the share of the
+-- window's other devices with fewer accounts).
+ranked AS (
+    SELECT device, percent_rank() OVER (ORDER BY accounts) AS device_percentile,
+           count(*) OVER () AS platform_devices
+    FROM (
+        SELECT device, count(DISTINCT account) AS accounts
+        FROM recent WHERE device IS NOT NULL AND account IS NOT NULL
+        GROUP BY device
+    )
 ),
 -- The devices with enough accounts, and those accounts (one read of the window).
 devices AS (
@@ -36,17 +52,39 @@ ring_games AS (
     GROUP BY r.game, m.device
     HAVING count(DISTINCT r.account) >= 2
 ),
+-- The devices whose accounts met often enough: rings.
+rings AS (
+    SELECT device, count(DISTINCT game) AS ring_games FROM ring_games
+    GROUP BY device HAVING count(DISTINCT game) >= ${min_games}
+),
 seats AS (
     SELECT game, device, accounts, seated, unnest(seated) AS account FROM ring_games
 ),
 met AS (
     SELECT game, device, accounts, account, unnest(array_remove(seated, account)) AS partner FROM seats
+),
+met_by AS (
+    SELECT account, device, count(DISTINCT partner) AS ring_partners, count(DISTINCT game) AS games_with_ring
+    FROM met GROUP BY account, device
+),
+-- Each member's games played from the ring's device.
+from_device AS (
+    SELECT r.account, r.device, count(DISTINCT r.game) AS device_games
+    FROM recent r JOIN rings g ON g.device = r.device
+    GROUP BY r.account, r.device
 )
-SELECT account, '30d' AS "window",
-       CAST(count(DISTINCT partner) AS DOUBLE) + max(accounts) AS score,
-       device, max(accounts) AS accounts_on_device, count(DISTINCT partner) AS ring_partners,
-       count(DISTINCT game) AS games_with_ring,
-       ${min_ring} AS min__accounts_on_device, ${min_games} AS min__games_with_ring
-FROM met
-GROUP BY account, device
-HAVING count(DISTINCT game) >= ${min_games}
+SELECT m.account, '30d' AS "window",
+       CAST(coalesce(b.ring_partners, 0) AS DOUBLE) + m.accounts AS score,
+       m.device, m.accounts AS accounts_on_device,
+       coalesce(b.ring_partners, 0) AS ring_partners,
+       coalesce(b.games_with_ring, 0) AS games_with_ring,
+       coalesce(d.device_games, 0) AS games_from_device,
+       g.ring_games, k.device_percentile, k.platform_devices,
+       ${min_ring} AS min__accounts_on_device, ${min_games} AS min__games_with_ring,
+       ${min_device_games} AS min__games_from_device
+FROM members m
+JOIN rings g ON g.device = m.device
+JOIN ranked k ON k.device = m.device
+LEFT JOIN met_by b ON b.account = m.account AND b.device = m.device
+LEFT JOIN from_device d ON d.account = m.account AND d.device = m.device
+WHERE coalesce(b.games_with_ring, 0) >= 1 OR coalesce(d.device_games, 0) >= ${min_device_games}
