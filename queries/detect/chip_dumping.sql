@@ -4,7 +4,9 @@
 -- catches: pairs of accounts where one keeps giving games up to the same partner (resigning, leaving or
 --   timing out) cheaply: while not behind on the board, or within the first 20 plies whatever the
 --   board (gave_up_cheaply), so that stakes flow one way, all the more telling at stakes the payer
---   rarely plays.
+--   rarely plays; or, when every game of the pair is at stake 0, so that wins flow one way (a win
+--   record, a ranking: an independently written simulator's dumpers played at their usual stakes,
+--   0 for some of them).
 -- why: it moves money between accounts (collusion, laundering, bonus abuse) through games no one
 --   played out. Honest players give up when beaten; one who drops out at random (a bad connection)
 --   does so against everyone alike, and at whatever stakes it plays. So the chance that one of the
@@ -19,7 +21,7 @@
 -- action: review
 -- param min_gave_up = 2 : games the payer gave up cheaply to the partner, in 30 days
 -- param max_payee_share = 0.2 : the partner's such give-ups, as a share of the payer's (win traders give up in turns)
--- param min_flow = 1 : net stake flow from the payer to the partner
+-- param min_flow = 1 : net stake flow from the payer to the partner (unless every game of the pair is at stake 0)
 -- param prior_games = 30 : weight of the platform's rate and stake share in the payer's own (games)
 -- param max_p = 0.000001 : chance of at least that many give-ups at the baseline (per pair and month)
 WITH acc AS (
@@ -31,21 +33,27 @@ base AS (
 ),
 p AS (
     SELECT a, b, games, flow_a_to_b, a_gave_up, b_gave_up, max_stake, shared_devices, shared_ips,
-           CASE WHEN flow_a_to_b > 0 THEN a ELSE b END AS payer,
-           CASE WHEN flow_a_to_b > 0 THEN b ELSE a END AS payee,
-           abs(flow_a_to_b) AS flow,
-           CASE WHEN flow_a_to_b > 0 THEN coalesce(a_gave_up_cheaply, 0) ELSE coalesce(b_gave_up_cheaply, 0) END AS payer_gave_up_cheaply,
-           CASE WHEN flow_a_to_b > 0 THEN coalesce(b_gave_up_cheaply, 0) ELSE coalesce(a_gave_up_cheaply, 0) END AS payee_gave_up_cheaply,
-           CASE WHEN flow_a_to_b > 0 THEN a_cheap_min_stake ELSE b_cheap_min_stake END AS cheap_min_stake
-    FROM pair_features
-    WHERE "window" = '30d'
+           CASE WHEN a_pays THEN a ELSE b END AS payer,
+           CASE WHEN a_pays THEN b ELSE a END AS payee,
+           abs(coalesce(flow_a_to_b, 0)) AS flow,
+           CASE WHEN a_pays THEN coalesce(a_gave_up_cheaply, 0) ELSE coalesce(b_gave_up_cheaply, 0) END AS payer_gave_up_cheaply,
+           CASE WHEN a_pays THEN coalesce(b_gave_up_cheaply, 0) ELSE coalesce(a_gave_up_cheaply, 0) END AS payee_gave_up_cheaply,
+           CASE WHEN a_pays THEN a_cheap_min_stake ELSE b_cheap_min_stake END AS cheap_min_stake
+    FROM (
+        -- The payer: the account stakes flow from, or, when none flow, the one that gave more up cheaply.
+        SELECT *, coalesce(flow_a_to_b, 0) > 0
+                  OR (coalesce(flow_a_to_b, 0) = 0 AND coalesce(a_gave_up_cheaply, 0) >= coalesce(b_gave_up_cheaply, 0)) AS a_pays
+        FROM pair_features
+        WHERE "window" = '30d'
+    )
 ),
 t AS (
     SELECT p.*, bs.rate AS platform_rate,
            (greatest(x.gave_up_cheaply - p.payer_gave_up_cheaply, 0) + ${prior_games} * bs.rate)
                / (greatest(x.games - p.games, 0) + ${prior_games}) AS payer_rate_with_others
     FROM p JOIN acc x ON x.account = p.payer CROSS JOIN base bs
-    WHERE p.payer_gave_up_cheaply >= ${min_gave_up} AND p.flow >= ${min_flow}
+    WHERE p.payer_gave_up_cheaply >= ${min_gave_up}
+      AND (p.flow >= ${min_flow} OR coalesce(p.max_stake, 0) = 0)
       AND p.payee_gave_up_cheaply <= ${max_payee_share} * p.payer_gave_up_cheaply
 ),
 -- The window's two-player seats, as the pair features count them.
