@@ -19,9 +19,18 @@ SELECT f.account,
        CASE WHEN f.tamper_attempts >= ${block_attempts} OR f.tamper_kinds >= 2 THEN 'block_recommended' ELSE 'review' END AS action,
        CASE WHEN f.tamper_attempts >= ${block_attempts} OR f.tamper_kinds >= 2 THEN 'critical' ELSE 'high' END AS severity,
        f.tamper_attempts, f.tamper_kinds, f.tamper_games, f.attempts, f.races, f.malformed,
+       CAST(f.tamper_attempts AS DOUBLE) / greatest(f.attempts, 1) AS tamper_rate,
+       b.platform_tamper_rate, b.platform_tamper_share, b.accounts_compared,
        ${min_attempts} AS min__tamper_attempts,
        e.refs, e.first_seen, e.last_seen
 FROM account_features f
+-- How unusual: the platform's tamper attempts per attempt, and its share of accounts with any.
+CROSS JOIN (
+    SELECT CAST(sum(tamper_attempts) AS DOUBLE) / greatest(sum(attempts), 1) AS platform_tamper_rate,
+           CAST(count(*) FILTER (WHERE tamper_attempts > 0) AS DOUBLE) / greatest(count(*), 1) AS platform_tamper_share,
+           count(*) AS accounts_compared
+    FROM account_features WHERE "window" = '30d' AND attempts > 0
+) b
 LEFT JOIN (
     -- The replay lists each game's tamper attempts per player (game_players.tamper_refs). They are
     -- joined as text (game ids have no spaces): aggregating the lists themselves made DataFusion
