@@ -5,16 +5,19 @@
 --   same table, in any game (two or four players), even rarely: every account of that device.
 -- why: several accounts on one device playing together can feed each other wins and stakes or pass a
 --   ban around. A household shares an ip, not a device hash; a device used by three or more accounts
---   that meet at the table is a ring until shown otherwise. Once two of its accounts have met at
---   least min_games times in the window, every account of the device is flagged: the members that
---   met, and the others that played at least min_device_games games from it (a subtle ring's members
---   rarely meet two by two, and some never do in a month; an independently written simulator's rings
---   of four left one or two such members in three rings). The evidence says how often each met the
---   ring (0 for those that never did) and how many games the ring's members played together.
+--   that meet at the table is a ring until shown otherwise. Every account of the device that met
+--   another at least min_games times in the window is flagged (whatever device each used in those
+--   games), and, once two of its accounts met at least min_games times with one of them seated on
+--   the device itself, so is every other account that played at least min_device_games games from
+--   it (a subtle ring's members rarely meet two by two, and some never do in a month: an
+--   independently written simulator's rings of four left 0-4 such members a seed). The evidence
+--   says how often each met the ring (0 for those that never did) and how many games the ring's
+--   members played together (ring_games; ring_games_on_device with a seat on the device).
 -- severity: medium
 -- action: review
 -- param min_ring = 3 : accounts on the device
--- param min_games = 1 : games in which two accounts of the device met
+-- param min_games = 1 : games in which an account met another of the device (or, for the others, in
+--   which two met, one of them on the device)
 -- param min_device_games = 2 : games from the device, for a member that never met another
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
@@ -47,15 +50,19 @@ members AS (
 -- Per game and ring device, the device's members seated in it (on whatever device they used that
 -- game), where at least two of them met (a second read of the window, joined to the few members).
 ring_games AS (
-    SELECT r.game, m.device, max(m.accounts) AS accounts, array_agg(DISTINCT r.account) AS seated
+    SELECT r.game, m.device, max(m.accounts) AS accounts, array_agg(DISTINCT r.account) AS seated,
+           count(*) FILTER (WHERE r.device = m.device) AS on_device
     FROM recent r JOIN members m ON m.account = r.account
     GROUP BY r.game, m.device
     HAVING count(DISTINCT r.account) >= 2
 ),
--- The devices whose accounts met often enough: rings.
+-- The devices whose accounts met: rings. Only meetings with a seat on the device itself make its
+-- other accounts suspect (two occasional guests of a shared phone meeting on their own devices say
+-- nothing of its owner).
 rings AS (
-    SELECT device, count(DISTINCT game) AS ring_games FROM ring_games
-    GROUP BY device HAVING count(DISTINCT game) >= ${min_games}
+    SELECT device, count(DISTINCT game) AS ring_games,
+           count(DISTINCT game) FILTER (WHERE on_device >= 1) AS ring_games_on_device
+    FROM ring_games GROUP BY device
 ),
 seats AS (
     SELECT game, device, accounts, seated, unnest(seated) AS account FROM ring_games
@@ -79,12 +86,16 @@ SELECT m.account, '30d' AS "window",
        coalesce(b.ring_partners, 0) AS ring_partners,
        coalesce(b.games_with_ring, 0) AS games_with_ring,
        coalesce(d.device_games, 0) AS games_from_device,
-       g.ring_games, k.device_percentile, k.platform_devices,
-       ${min_ring} AS min__accounts_on_device, ${min_games} AS min__games_with_ring,
-       ${min_device_games} AS min__games_from_device
+       g.ring_games, g.ring_games_on_device, k.device_percentile, k.platform_devices,
+       ${min_ring} AS min__accounts_on_device,
+       -- The thresholds the account met: its own meetings, or the ring's and its games from the device.
+       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN ${min_games} END AS min__games_with_ring,
+       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_games} END AS min__ring_games_on_device,
+       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device
 FROM members m
 JOIN rings g ON g.device = m.device
 JOIN ranked k ON k.device = m.device
 LEFT JOIN met_by b ON b.account = m.account AND b.device = m.device
 LEFT JOIN from_device d ON d.account = m.account AND d.device = m.device
-WHERE coalesce(b.games_with_ring, 0) >= 1 OR coalesce(d.device_games, 0) >= ${min_device_games}
+WHERE coalesce(b.games_with_ring, 0) >= ${min_games}
+   OR (g.ring_games_on_device >= ${min_games} AND coalesce(d.device_games, 0) >= ${min_device_games})
