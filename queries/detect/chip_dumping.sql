@@ -53,7 +53,7 @@ t AS (
                / (greatest(x.games - p.games, 0) + ${prior_games}) AS payer_rate_with_others
     FROM p JOIN acc x ON x.account = p.payer CROSS JOIN base bs
     WHERE p.payer_gave_up_cheaply >= ${min_gave_up}
-      AND (p.flow >= ${min_flow} OR coalesce(p.max_stake, 0) = 0)
+      AND (p.flow >= ${min_flow} OR p.max_stake = 0)
       AND p.payee_gave_up_cheaply <= ${max_payee_share} * p.payer_gave_up_cheaply
 ),
 -- The window's two-player seats, as the pair features count them.
