@@ -12,8 +12,8 @@
 --   meet (an independently written simulator: bots up to 0.112, quick, steady people from 0.113):
 --   there the forced moves decide. A person answers a move with one legal reply faster than the
 --   moves it must think about; a program that waits its delay whatever the position does not, and
---   its pauses put its forced moves' mean above its median (forced_ratio: that simulator's bots
---   1.65-2.3 in the band, its people 0.56-0.95).
+--   its pauses put its forced moves' mean above its median, the median of its games' median think
+--   times (forced_ratio: that simulator's bots 1.39-2.3 in the band, its people 0.56-0.95).
 -- severity: high
 -- action: review
 -- param min_moves = 60 : timed moves in 30 days
@@ -21,7 +21,7 @@
 --   a quick, steady person of the independent simulator had 0.0997 over 5 games in 3 days)
 -- param max_spread = 0.1 : median over games of (median absolute deviation / median) of think times
 -- param band_spread = 0.125 : up to this spread, flagged too when forced moves are not answered faster
--- param min_forced_ratio = 1.2 : in the band, mean think time on forced moves over the median think time
+-- param min_forced_ratio = 1.2 : in the band, mean think time on forced moves over think_median_ms
 WITH eligible AS (
     SELECT account, think_spread,
            percent_rank() OVER (ORDER BY think_spread) AS percentile
