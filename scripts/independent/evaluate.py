@@ -64,16 +64,26 @@ def main():
         p = ev["pooled"]
         print(f"seed {seed}: precision {p['precision']:.3f} recall {p['recall']:.3f} "
               f"(tp {p['true_positives']} fp {p['false_positives']} fn {p['false_negatives']})")
+        honest = {}
         for c in ev["classes"]:
+            for case in c["false_positive_cases"]:
+                if labels.get(case["account"], {}).get("behaviour") == "honest":
+                    honest[case["account"]] = case
             if c["true_positives"] + c["false_negatives"] == 0:
                 continue
             print(f"  {c['behaviour']:<16} recall {c['recall']:.3f} "
                   f"({c['true_positives']}/{c['true_positives'] + c['false_negatives']})")
-            for case in c["false_positive_cases"]:
-                truth = labels.get(case["account"], {})
-                if truth.get("behaviour") == "honest":
-                    print(f"    honest {case['account']} ({truth.get('lookalike') or 'ordinary'}) "
-                          f"flagged by {', '.join(case['rules'])}, action {case['action']}")
+        # Rules without a behaviour of this simulator flag look-alikes too: their cases.
+        for look in ev["lookalikes"]:
+            for case in look["cases"]:
+                honest.setdefault(case["account"], case)
+        for account, case in sorted(honest.items()):
+            truth = labels.get(account, {})
+            print(f"  honest {account} ({truth.get('lookalike') or 'ordinary'}) "
+                  f"flagged by {', '.join(case['rules'])}, action {case['action']}")
+        if p["false_positives"] > len(honest):
+            print(f"  (and {p['false_positives'] - len(honest)} more honest accounts flagged: "
+                  f"see vigie eval on the lake, --keep)")
 
 
 if __name__ == "__main__":
