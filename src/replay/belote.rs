@@ -332,15 +332,9 @@ impl BeloteRules {
         // Points held over from a litige go to this deal's winner: into its total either way, and
         // into `points` or not (the contract's "scored by this deal" says neither), so both are
         // right as long as the totals are.
-        let winner = match (de.outcome, de.taker) {
-            (b::Outcome::Made, Some(t)) => Some(t),
-            (b::Outcome::Dedans, Some(t)) => Some(1 - t),
-            (b::Outcome::Capot, _) => de.tricks.iter().position(|&n| n == 16),
-            _ => None,
-        };
         let points_ok = points == exp_points
             || (de.released > 0
-                && winner.is_some_and(|w| {
+                && de.deal_winner.is_some_and(|w| {
                     let mut v = exp_points;
                     v[w] -= i64::from(de.released);
                     v == points

@@ -132,6 +132,8 @@ pub struct DealEnd {
     pub points: [u32; PLAYERS],
     /// Match totals after the deal.
     pub totals: [u32; PLAYERS],
+    /// The deal's winner (`None` for a litige or a void deal): who held-over points go to.
+    pub deal_winner: Option<Player>,
     /// Held-over points released to this deal's winner (included in `points`).
     pub released: u32,
     /// Points on hold after this deal (0 once the match is over: they are
@@ -641,6 +643,7 @@ impl Match {
             belote: [false; PLAYERS],
             points: [0; PLAYERS],
             totals: self.totals,
+            deal_winner: None,
             released: 0,
             held_over: self.held,
             match_winner,
@@ -838,6 +841,7 @@ impl Match {
             belote,
             points,
             totals: self.totals,
+            deal_winner,
             released,
             held_over: self.held,
             match_winner,

@@ -640,6 +640,7 @@ fn rule_litige_points_go_to_the_next_decided_deal_winner() {
     let taker = litige.taker.unwrap();
     let held = litige.card_points[taker];
     assert_eq!(litige.held_over, held);
+    assert_eq!(litige.deal_winner, None);
     assert_eq!(m.held_over(), held);
     assert_eq!(litige.points[taker], 0);
     // A void deal does not release them.
@@ -651,7 +652,7 @@ fn rule_litige_points_go_to_the_next_decided_deal_winner() {
     let BidOutcome::Void(v) = m.bid(other(first), Bid::Pass).unwrap() else {
         panic!("void expected")
     };
-    assert_eq!((v.released, v.held_over), (0, held));
+    assert_eq!((v.released, v.held_over, v.deal_winner), (0, held, None));
     // The next decided deal releases them to its winner.
     loop {
         let before = m.totals();
@@ -664,6 +665,7 @@ fn rule_litige_points_go_to_the_next_decided_deal_winner() {
             Outcome::Dedans => other(end.taker.unwrap()),
             _ => (0..2).find(|&p| end.tricks[p] == 16).unwrap(),
         };
+        assert_eq!(end.deal_winner, Some(winner));
         assert!(end.released >= held);
         assert_eq!(end.held_over, 0);
         let base = score_deal(end.taker.unwrap(), end.card_points, end.tricks, end.belote);
