@@ -104,6 +104,51 @@ pub fn batch_meta(table: &TableDef, batch: &RecordBatch) -> super::FileMeta {
     meta
 }
 
+/// Whether two schemas have the same columns (names and types) in the same order.
+fn same_columns(a: &SchemaRef, b: &SchemaRef) -> bool {
+    a.fields().len() == b.fields().len()
+        && a.fields()
+            .iter()
+            .zip(b.fields())
+            .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
+}
+
+/// `batch` in the columns of `schema`, taken by name. A column the batch lacks is all nulls when
+/// the schema allows it (the rows of a file written before the column was added: a table's
+/// schema only grows by nullable columns); a column that is missing and not nullable, or of
+/// another type, is an error naming it.
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    use arrow::error::ArrowError;
+    let have = batch.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| match have.index_of(field.name()) {
+            Ok(i) if have.field(i).data_type() == field.data_type() => Ok(batch.column(i).clone()),
+            Ok(i) => Err(ArrowError::SchemaError(format!(
+                "column {} is {} in the rows read, {} in the table",
+                field.name(),
+                have.field(i).data_type(),
+                field.data_type()
+            ))),
+            Err(_) if field.is_nullable() => Ok(arrow::array::new_null_array(
+                field.data_type(),
+                batch.num_rows(),
+            )),
+            Err(_) => Err(ArrowError::SchemaError(format!(
+                "column {} is missing from the rows read and may not be null",
+                field.name()
+            ))),
+        })
+        .collect::<std::result::Result<Vec<_>, ArrowError>>()?;
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
+}
+
 /// Writes the rows of `batches` sorted by the table's keys to `path`, one row
 /// group at a time, and returns what the manifest records of the file.
 ///
@@ -127,6 +172,17 @@ fn write_sorted_in(
     group_rows: usize,
 ) -> Result<super::FileMeta> {
     use arrow::compute::{SortColumn, concat, interleave_record_batch, lexsort_to_indices};
+    // Rows read back from files written before a column was added (a rewrite, a compaction).
+    let conformed: Vec<RecordBatch>;
+    let batches = if batches.iter().all(|b| same_columns(&b.schema(), &schema)) {
+        batches
+    } else {
+        conformed = batches
+            .iter()
+            .map(|b| conform(b, &schema))
+            .collect::<Result<_>>()?;
+        &conformed
+    };
     let mut rows: Vec<(usize, usize)> = batches
         .iter()
         .enumerate()
@@ -277,5 +333,42 @@ mod tests {
         // Counted over the row groups: the one row without a time is in the last.
         assert_eq!(meta.ts_nulls, Some(1));
         assert_eq!(meta.bytes, std::fs::metadata(&path).unwrap().len());
+    }
+
+    #[test]
+    fn rows_from_before_a_column_was_added_are_written_with_it_null() {
+        let def = FindingRow::def();
+        // The rows of `rows` without the column `name`.
+        let without = |rows: &[FindingRow], name: &str| {
+            let b = FindingRow::to_batch(rows).unwrap();
+            let keep: Vec<usize> = (0..b.num_columns())
+                .filter(|&i| b.schema().field(i).name() != name)
+                .collect();
+            b.project(&keep).unwrap()
+        };
+        let new = FindingRow::to_batch(&[finding("g2", 1)]).unwrap();
+        // A file written before the nullable `ts` existed.
+        let old = without(&[finding("g1", 4)], "ts");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.parquet");
+        let meta = write_sorted(&path, &def, def.schema(), &[new, old]).unwrap();
+        assert_eq!((meta.rows, meta.ts_nulls), (2, Some(1)));
+        let read = read_file(&path, None).unwrap();
+        let got = arrow::compute::concat_batches(&def.schema(), &read).unwrap();
+        let ts = got.column(got.schema().index_of("ts").unwrap());
+        // Sorted by game: g1 (the old row, no time) first.
+        assert!(ts.is_null(0) && ts.is_valid(1));
+        // A column that may not be null cannot be missing.
+        let err = write_sorted(
+            &path,
+            &def,
+            def.schema(),
+            &[without(&[finding("g3", 1)], "message")],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("column message is missing"),
+            "{err}"
+        );
     }
 }
