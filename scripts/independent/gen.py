@@ -1042,4 +1042,9 @@ def main():
 
 
 if __name__ == "__main__":
+    # Python salts the hashes of strings per process, and some of what a day draws follows the
+    # order of sets and dicts: the same seed gave other games from one run to the next. Fixed here
+    # so that a seed is the same month on every run and every machine.
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, "PYTHONHASHSEED": "0"})
     main()
