@@ -14,41 +14,73 @@
 --   while losing at least min_ratio times the baseline: slow moves come in runs (a hard game), so an
 --   honest player's share while losing strays further from its share otherwise than a binomial
 --   allows (up to about 3 times on the simulator's honest players); a staller's is many times it.
+--   A staller who, once it starts, stalls to the end of the game, even when the game is level
+--   again, puts its stalled moves in its own baseline (1.5-3.5 times it on the independent
+--   simulator). So the rule tests a second baseline, the same built from the moves not losing made
+--   before the first slow move while losing of each game; that also leaves out the rest of an
+--   honest player's hard games (slow moves come in runs), so a flag on it needs min_ratio_prestall.
 -- severity: low
 -- action: review
 -- param min_slow = 5 : moves over 80 % of the clock while losing, in 30 days
 -- param prior_moves = 100 : weight of the platform's share in the account's own share (moves)
 -- param min_ratio = 4 : the share while losing at least this many times the baseline
 -- param max_p = 0.000001 : chance of at least that many at the baseline (per account and month)
+-- param min_ratio_prestall = 8 : on the baseline before each game's first slow move while losing, the ratio needed
 WITH f AS (
     SELECT *, greatest(moves_timed - moves_losing, 0) AS moves_other,
-           coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other
+           coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other,
+           coalesce(moves_other_prestall, greatest(moves_timed - moves_losing, 0)) AS moves_prestall,
+           coalesce(slow_moves_other_prestall,
+                    coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0)) AS slow_moves_prestall
     FROM account_features WHERE "window" = '30d'
 ),
 base AS (
     SELECT CAST(sum(slow_moves_losing) AS DOUBLE) / greatest(sum(moves_losing), 1) AS share,
-           sum(slow_moves_other) / greatest(sum(moves_other), 1) AS other_share
+           sum(slow_moves_other) / greatest(sum(moves_other), 1) AS other_share,
+           CAST(sum(slow_moves_prestall) AS DOUBLE) / greatest(sum(moves_prestall), 1) AS prestall_share
     FROM f
 ),
 t AS (
     SELECT f.*, b.share AS platform_slow_share_losing, b.other_share AS platform_slow_share_other,
            CASE WHEN b.other_share > 0 THEN greatest(b.share / b.other_share, 1.0) ELSE 1.0 END AS losing_factor,
-           (f.slow_moves_other + ${prior_moves} * b.other_share) / (f.moves_other + ${prior_moves}) AS own_slow_share_other
+           (f.slow_moves_other + ${prior_moves} * b.other_share) / (f.moves_other + ${prior_moves}) AS own_slow_share_other,
+           b.prestall_share AS platform_slow_share_prestall,
+           CASE WHEN b.prestall_share > 0 THEN greatest(b.share / b.prestall_share, 1.0) ELSE 1.0 END AS losing_factor_prestall,
+           (f.slow_moves_prestall + ${prior_moves} * b.prestall_share) / (f.moves_prestall + ${prior_moves}) AS own_slow_share_prestall
     FROM f CROSS JOIN base b
     WHERE f.slow_moves_losing >= ${min_slow}
 ),
-tested AS (
+baselines AS (
     SELECT *, greatest(platform_slow_share_losing, own_slow_share_other * losing_factor) AS baseline,
-           binomial_at_least(slow_moves_losing, moves_losing,
-                             greatest(platform_slow_share_losing, own_slow_share_other * losing_factor)) AS p_value
+           greatest(platform_slow_share_losing, own_slow_share_prestall * losing_factor_prestall) AS baseline_prestall
     FROM t
+),
+tested AS (
+    SELECT *, binomial_at_least(slow_moves_losing, moves_losing, baseline) AS p_value,
+           binomial_at_least(slow_moves_losing, moves_losing, baseline_prestall) AS p_value_prestall
+    FROM baselines
+),
+hits AS (
+    SELECT *,
+           -- Which baseline the flag rests on: the one with all moves not losing when it holds there.
+           p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline AS on_all
+    FROM tested
+    WHERE (p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
+       OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall)
 )
 SELECT account, "window",
-       -log10(greatest(p_value, 1e-300)) AS score,
+       -log10(greatest(CASE WHEN on_all THEN p_value ELSE p_value_prestall END, 1e-300)) AS score,
        slow_moves_losing, moves_losing, slow_share_losing, slow_share_other, moves_other,
        platform_slow_share_losing, platform_slow_share_other, losing_factor, own_slow_share_other,
        baseline AS baseline_share, p_value, slow_share_losing / baseline AS ratio_to_baseline,
-       think_mean_ms, ${min_slow} AS min__slow_moves_losing, ${max_p} AS max__p_value,
-       ${min_ratio} AS min__ratio_to_baseline
-FROM tested
-WHERE p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline
+       moves_prestall AS moves_other_prestall, slow_moves_prestall AS slow_moves_other_prestall,
+       platform_slow_share_prestall, own_slow_share_prestall, baseline_prestall AS baseline_share_prestall,
+       p_value_prestall, slow_share_losing / baseline_prestall AS ratio_to_baseline_prestall,
+       CASE WHEN on_all THEN 'all moves not losing' ELSE 'moves not losing before stalling' END AS flagged_on,
+       think_mean_ms, ${min_slow} AS min__slow_moves_losing,
+       -- The thresholds of the baseline the flag rests on (the dashboard sets them against their columns).
+       CASE WHEN on_all THEN ${max_p} END AS max__p_value,
+       CASE WHEN on_all THEN ${min_ratio} END AS min__ratio_to_baseline,
+       CASE WHEN NOT on_all THEN ${max_p} END AS max__p_value_prestall,
+       CASE WHEN NOT on_all THEN ${min_ratio_prestall} END AS min__ratio_to_baseline_prestall
+FROM hits

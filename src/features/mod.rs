@@ -253,6 +253,16 @@ pub fn account_table() -> TableDef {
                 "Share of moves using over 80 % of the clock otherwise.",
             ),
             col_def(
+                "moves_other_prestall",
+                Int64,
+                "Timed moves played while not losing before the first slow move while losing of their game (all of a game's moves not losing when the replay of an older Vigie left this count out).",
+            ),
+            col_def(
+                "slow_moves_other_prestall",
+                Int64,
+                "Of those, moves using over 80 % of the clock.",
+            ),
+            col_def(
                 "integrity_findings",
                 Int64,
                 "Server-integrity findings naming the account.",
@@ -423,6 +433,12 @@ fn scan_files(
     if files.is_empty() {
         return Ok(None);
     }
+    // The newest file has every column the table has had (schema changes are additive): its
+    // schema is the scan's, and the older files' columns it adds are read as nulls.
+    let newest = files
+        .iter()
+        .max_by_key(|(_, f)| f.added)
+        .map(|(p, _)| p.clone());
     let (mut frames, on_disk) = match read {
         Read::Disk => (Vec::new(), files.into_iter().map(|(p, _)| p).collect()),
         Read::Cached => {
@@ -439,9 +455,24 @@ fn scan_files(
         }
     };
     if !on_disk.is_empty() {
-        let args = ScanArgsParquet {
+        let one = ScanArgsParquet {
             glob: false,
             ..ScanArgsParquet::default()
+        };
+        let schema = match &newest {
+            Some(p) => Some(
+                LazyFrame::scan_parquet(
+                    PlRefPath::from(p.to_string_lossy().as_ref()),
+                    one.clone(),
+                )?
+                .collect_schema()?,
+            ),
+            None => None,
+        };
+        let args = ScanArgsParquet {
+            schema,
+            allow_missing_columns: true,
+            ..one
         };
         let paths: Vec<PlRefPath> = on_disk
             .iter()
@@ -452,10 +483,39 @@ fn scan_files(
             args,
         )?);
     }
-    if frames.len() == 1 {
-        return Ok(frames.pop());
+    let mut lf = match frames.len() {
+        1 => frames.remove(0),
+        // Kept frames are each their file's columns: stacked by name, a missing column as nulls.
+        _ => concat(
+            frames,
+            UnionArgs {
+                diagonal: true,
+                ..UnionArgs::default()
+            },
+        )?,
+    };
+    // A column no file has yet (every file older than the column) is read as nulls of its type.
+    if let Some(def) = table_def(table) {
+        let have = lf.collect_schema()?;
+        let missing: Vec<Expr> = def
+            .columns
+            .iter()
+            .filter(|c| !have.contains(c.name))
+            .map(|c| lit(NULL).cast(polars_type(&c.ty)).alias(c.name))
+            .collect();
+        if !missing.is_empty() {
+            lf = lf.with_columns(missing);
+        }
     }
-    concat(frames, UnionArgs::default()).map(Some)
+    Ok(Some(lf))
+}
+
+/// The definition of a table this module reads: the replay's tables and its own.
+fn table_def(table: &str) -> Option<TableDef> {
+    crate::replay::run::derived_table_defs()
+        .into_iter()
+        .chain([account_table(), pair_table()])
+        .find(|d| d.name == table)
 }
 
 /// The cache's key of a lake file.
@@ -605,6 +665,15 @@ fn account_window(
         col("slow_losing_moves").sum().alias("slow_moves_losing"),
         ratio(col("slow_losing_moves").sum(), col("losing_moves").sum()).alias("slow_share_losing"),
         ratio(col("slow_other_moves").sum(), col("other_moves").sum()).alias("slow_share_other"),
+        // Rows an older replay wrote have no prestall counts: all their moves not losing count.
+        col("other_moves_prestall")
+            .fill_null(col("other_moves"))
+            .sum()
+            .alias("moves_other_prestall"),
+        col("slow_other_moves_prestall")
+            .fill_null(col("slow_other_moves"))
+            .sum()
+            .alias("slow_moves_other_prestall"),
     ]);
     // A run of timeouts is judged by the position when it began (`run_losing`): sitting out starts
     // at the first timeout, and a server's automatic move during the run can change the balance.
@@ -1011,9 +1080,12 @@ pub fn run_scoped(
         .filter_map(|f| f.max_ts)
         .max()
         .unwrap_or(0);
-    let Some(players) = scan(&snapshot, "game_players")? else {
+    // The whole table as a lazy scan, built only where it is read (a scan reads its newest
+    // file's footer when built).
+    let all_players = || scan(&snapshot, "game_players");
+    if snapshot.table_files("game_players").is_empty() {
         return Ok(FeaturesReport::default());
-    };
+    }
     // No departure (a young lake, a stream's first seconds; in a scoped run, none in the window):
     // an empty table of the right shape.
     let no_departures =
@@ -1023,6 +1095,9 @@ pub fn run_scoped(
     let mut pair_frames = Vec::new();
     match &scope {
         None => {
+            let Some(players) = all_players()? else {
+                return Ok(FeaturesReport::default());
+            };
             let findings = scan(&snapshot, "findings")?;
             let departures = match scan(&snapshot, "departures")? {
                 Some(d) => d,
@@ -1045,8 +1120,14 @@ pub fn run_scoped(
             // Only the largest window's games: the files of older `date` partitions (a game's
             // partition is the date it started) are not even opened.
             let oldest = end - WINDOWS[WINDOWS.len() - 1] * 86_400_000;
-            let players = scan_since(&snapshot, "game_players", Some(oldest), Read::Cached)?
-                .unwrap_or(players)
+            let players =
+                match scan_since(&snapshot, "game_players", Some(oldest), Read::Cached)? {
+                    Some(p) => p,
+                    None => match all_players()? {
+                        Some(p) => p,
+                        None => return Ok(FeaturesReport::default()),
+                    },
+                }
                 .filter(ms("started_at").gt_eq(lit(oldest)));
             let window_ms = started.elapsed().as_millis() as u64;
             // Every input an account's row reads, read once and used by every window: its

@@ -514,6 +514,8 @@ fn build(
                 slow_losing_moves: f.slow_losing_moves,
                 other_moves: f.other_moves,
                 slow_other_moves: f.slow_other_moves,
+                other_moves_prestall: Some(f.other_moves_prestall),
+                slow_other_moves_prestall: Some(f.slow_other_moves_prestall),
                 think_cv: f.think_cv,
                 think_cv14: f.think_cv14,
                 think_median_ms: f.think_median_ms,

@@ -222,6 +222,10 @@ row_table! {
         other_moves: i64,
         /// Of those, slow ones.
         slow_other_moves: i64,
+        /// Of the timed moves made while not losing, those made before the player's first slow move while losing in this game (a player who keeps stalling once the game is level again does not raise its own baseline); null in rows an older Vigie wrote.
+        other_moves_prestall: Option<i64>,
+        /// Of those, slow ones (null in rows an older Vigie wrote).
+        slow_other_moves_prestall: Option<i64>,
         /// Coefficient of variation of the think times of this game (null under 2 timed moves).
         think_cv: Option<f64>,
         /// Median, over the windows of 14 consecutive timed moves of this game, of their coefficient of variation (null under 14).
@@ -356,6 +360,8 @@ pub struct MoveFacts {
     pub slow_losing_moves: i64,
     pub other_moves: i64,
     pub slow_other_moves: i64,
+    pub other_moves_prestall: i64,
+    pub slow_other_moves_prestall: i64,
     pub think_cv: Option<f64>,
     pub think_cv14: Option<f64>,
     pub think_median_ms: Option<f64>,
@@ -392,6 +398,8 @@ impl MoveFacts {
     pub fn of(moves: &[MoveRow], account: &str) -> MoveFacts {
         let mut f = MoveFacts::default();
         let mut think = Vec::new();
+        // Whether the player has made a slow move while losing in this game yet.
+        let mut stalled = false;
         for m in moves.iter().filter(|m| m.player == account) {
             f.attempts += 1;
             let cause = m.cause.as_deref();
@@ -428,9 +436,14 @@ impl MoveFacts {
             if m.balance.is_some_and(|b| b < 0.0) {
                 f.losing_moves += 1;
                 f.slow_losing_moves += i64::from(slow);
+                stalled |= slow;
             } else {
                 f.other_moves += 1;
                 f.slow_other_moves += i64::from(slow);
+                if !stalled {
+                    f.other_moves_prestall += 1;
+                    f.slow_other_moves_prestall += i64::from(slow);
+                }
             }
         }
         f.think_cv = cv(&think);
@@ -537,6 +550,43 @@ mod tests {
         assert_eq!(
             (b.attempts, b.timed_moves, b.think_cv14, b.think_cv),
             (1, 1, None, None)
+        );
+    }
+
+    #[test]
+    fn moves_after_a_slow_move_while_losing_leave_the_prestall_counts() {
+        // Level and slow, level, losing and quick, losing and slow (the stall begins), then level
+        // again: slow, quick, and losing and slow once more.
+        let plan = [
+            (9000, 0.0),
+            (1000, 0.0),
+            (1000, -1.0),
+            (9000, -1.0),
+            (9000, 0.0),
+            (1000, 1.0),
+            (9000, -2.0),
+        ];
+        let moves: Vec<MoveRow> = plan
+            .iter()
+            .zip(0..)
+            .map(|(&(think, balance), seq)| {
+                let mut m = attempt(seq, "a", think);
+                m.balance = Some(balance);
+                m
+            })
+            .collect();
+        let f = MoveFacts::of(&moves, "a");
+        assert_eq!((f.losing_moves, f.slow_losing_moves), (3, 2));
+        assert_eq!((f.other_moves, f.slow_other_moves), (4, 2));
+        assert_eq!(
+            (f.other_moves_prestall, f.slow_other_moves_prestall),
+            (2, 1)
+        );
+        // Without a slow move while losing, every move not losing counts.
+        let calm = MoveFacts::of(&moves[..3], "a");
+        assert_eq!(
+            (calm.other_moves_prestall, calm.slow_other_moves_prestall),
+            (calm.other_moves, calm.slow_other_moves)
         );
     }
 

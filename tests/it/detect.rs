@@ -13,21 +13,45 @@ fn rules_dir() -> std::path::PathBuf {
 
 /// Writes rows (JSON objects keyed by column) as one file of a lake table.
 fn write_table(lake: &Lake, def: &TableDef, rows: &[Value]) {
-    let schema = def.schema();
-    let mut decoder = arrow::json::ReaderBuilder::new(schema.clone())
+    write_table_without(lake, def, rows, &[]);
+}
+
+/// Writes rows of `def` as one file whose schema lacks the columns `drop` (a file of an older
+/// Vigie when they are columns added since).
+fn write_table_without(lake: &Lake, def: &TableDef, rows: &[Value], drop: &[&str]) {
+    let mut decoder = arrow::json::ReaderBuilder::new(def.schema())
         .build_decoder()
         .unwrap();
     decoder.serialize(rows).unwrap();
-    let batch = decoder.flush().unwrap().unwrap();
+    let full = decoder.flush().unwrap().unwrap();
+    let keep: Vec<usize> = (0..full.num_columns())
+        .filter(|&i| !drop.contains(&full.schema().field(i).name().as_str()))
+        .collect();
+    let batch = full.project(&keep).unwrap();
     let mut w = lake.writer().unwrap();
     let mut txn = w.begin("test").unwrap();
     let file = txn
         .new_file(def.name, def.partition.map(|_| "date=2026-11-20"))
         .unwrap();
     let mut meta = vigie::lake::parquet::batch_meta(def, &batch);
-    meta.bytes = vigie::lake::parquet::write_file(&file.pending, def, schema, &[batch]).unwrap();
+    meta.bytes =
+        vigie::lake::parquet::write_file(&file.pending, def, batch.schema(), &[batch]).unwrap();
     txn.add_file_meta(file, meta);
     txn.commit(json!({})).unwrap();
+}
+
+/// An events row at 2026-11-21 00:00 UTC: the lake's latest event sets the windows' end.
+fn write_window_end(lake: &Lake, game: &str) {
+    let events = vigie::lake::tables::events();
+    write_table(
+        lake,
+        &events,
+        &[full_row(
+            &events,
+            "2026-11-21T00:00:00Z",
+            json!({"game": game, "v": 1}),
+        )],
+    );
 }
 
 /// An account_features row with every count zero, then the given values.
@@ -141,11 +165,11 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         // Stalling: slow only when losing / slow always.
         features(
             "stall-yes",
-            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.02}),
+            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.02, "moves_other_prestall": 300, "slow_moves_other_prestall": 6}),
         ),
         features(
             "stall-no",
-            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.7}),
+            json!({"moves_timed": 400, "slow_moves_losing": 60, "moves_losing": 80, "slow_share_losing": 0.75, "slow_share_other": 0.7, "moves_other_prestall": 300, "slow_moves_other_prestall": 210}),
         ),
         // Bot: steady delays with a human-looking pause now and then (a high cv, a low median-based
         // spread) / a quick and steady person.
@@ -783,17 +807,7 @@ fn features_judge_a_run_of_timeouts_by_its_start_and_count_cheap_give_ups() {
     let dir = tempfile::tempdir().unwrap();
     let lake = Lake::open(dir.path()).unwrap();
     let ts = "2026-11-20T10:00:00Z";
-    // The lake's latest event sets the windows' end.
-    let events = vigie::lake::tables::events();
-    write_table(
-        &lake,
-        &events,
-        &[full_row(
-            &events,
-            "2026-11-21T00:00:00Z",
-            json!({"game": "s1", "v": 1}),
-        )],
-    );
+    write_window_end(&lake, "s1");
     let given_up = |game: &str, account: &str, balance: Option<f64>, plies: i64| {
         let mut row = player(game, account, "dv-1");
         row["started_at"] = json!(ts);
@@ -922,4 +936,46 @@ fn pair_features_carry_the_smallest_stake_of_cheap_give_ups() {
         check[0][0], check[0][1],
         "pairs whose smallest stake differs from the SQL's"
     );
+}
+
+#[test]
+fn features_read_game_players_files_written_before_the_prestall_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake::open(dir.path()).unwrap();
+    write_window_end(&lake, "o1");
+    let def = vigie::replay::rows::PlayerRow::def();
+    let row = |game: &str, account: &str, prestall: Option<(i64, i64)>| {
+        let mut r = player(game, account, "dv-1");
+        r["other_moves"] = json!(10);
+        r["slow_other_moves"] = json!(3);
+        if let Some((moves, slow)) = prestall {
+            r["other_moves_prestall"] = json!(moves);
+            r["slow_other_moves_prestall"] = json!(slow);
+        }
+        r
+    };
+    let prestall = ["other_moves_prestall", "slow_other_moves_prestall"];
+    // Only old files first: the columns are in no file at all.
+    write_table_without(&lake, &def, &[row("o1", "a", None)], &prestall);
+    vigie::features::run(&lake).unwrap();
+    let read = || {
+        crate::common::sql_text(
+            dir.path(),
+            "SELECT account, moves_other_prestall, slow_moves_other_prestall FROM account_features \
+             WHERE \"window\" = '30d' ORDER BY account",
+        )
+    };
+    assert_eq!(read(), vec![vec!["a", "10", "3"]]);
+    // Then a file with them: the old rows count all their moves not losing, the new ones their own.
+    write_table(
+        &lake,
+        &def,
+        &[row("n1", "a", Some((4, 1))), row("n2", "b", Some((6, 0)))],
+    );
+    vigie::features::run(&lake).unwrap();
+    assert_eq!(read(), vec![vec!["a", "14", "4"], vec!["b", "6", "0"]]);
+    // The streaming job's scoped run reads the same files from its cache.
+    let scope: std::collections::BTreeSet<String> = ["a".to_owned()].into();
+    vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
+    assert_eq!(read(), vec![vec!["a", "14", "4"], vec!["b", "6", "0"]]);
 }
