@@ -16,7 +16,7 @@
 --   times (forced_ratio: that simulator's bots 1.39-2.3 in the band, its people 0.56-0.95). Or the
 --   pauses on a steady core do: the median over 14-move windows of the coefficient of variation
 --   (think_cv14) against the median-based spread (tail_ratio). Think times spread like a log-normal,
---   as people's do, give a ratio of about 1.5 to 2 (both simulators' people 1.6-2.0); a steady delay
+--   as people's do, give a ratio of about 1.5 to 2 (both simulators' steadiest people 1.6-2.0); a steady delay
 --   with a pause now and then, many times that (the independent simulator's bots in the band 3.8-13,
 --   one of them answering forced moves faster than its median).
 -- severity: high
@@ -25,9 +25,9 @@
 -- param min_games = 10 : games with 10 timed moves or more (the median of fewer games' spreads strays:
 --   a quick, steady person of the independent simulator had 0.0997 over 5 games in 3 days)
 -- param max_spread = 0.1 : median over games of (median absolute deviation / median) of think times
--- param band_spread = 0.125 : up to this spread, flagged too when forced moves are not answered faster
+-- param band_spread = 0.125 : up to this spread, flagged too when forced moves are not answered faster or the pauses sit on a steady core
 -- param min_forced_ratio = 1.2 : in the band, mean think time on forced moves over think_median_ms
--- param min_tail_ratio = 3 : in the band, or think_cv14 at least this many times think_spread
+-- param min_tail_ratio = 3 : in the band, or think_cv14 at least this many times think_spread, over min_games games of 14 timed moves or more
 WITH eligible AS (
     SELECT account, think_spread,
            percent_rank() OVER (ORDER BY think_spread) AS percentile
@@ -43,7 +43,7 @@ SELECT f.account, f."window",
        b.accounts AS accounts_compared,
        f.spread_games, f.moves_timed, f.think_median_ms, f.think_mean_ms, f.forced_think_ms,
        CASE WHEN f.think_median_ms > 0 THEN f.forced_think_ms / f.think_median_ms END AS forced_ratio,
-       f.think_cv, f.think_cv14,
+       f.think_cv, f.think_cv14, f.cv14_games,
        CASE WHEN f.think_spread > 0 THEN f.think_cv14 / f.think_spread END AS tail_ratio,
        ${min_moves} AS min__moves_timed, ${min_games} AS min__spread_games,
        -- The bound the account met: max_spread, or the band's with the threshold it met there (the
@@ -54,7 +54,8 @@ SELECT f.account, f."window",
 FROM (
     SELECT *,
            coalesce(think_median_ms > 0 AND forced_think_ms >= ${min_forced_ratio} * think_median_ms, false) AS forced,
-           coalesce(think_spread > 0 AND think_cv14 >= ${min_tail_ratio} * think_spread, false) AS tailed
+           coalesce(think_spread > 0 AND cv14_games >= ${min_games}
+                    AND think_cv14 >= ${min_tail_ratio} * think_spread, false) AS tailed
     FROM account_features
 ) f
 JOIN eligible e ON e.account = f.account

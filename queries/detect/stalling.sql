@@ -63,7 +63,7 @@ tested AS (
 hits AS (
     SELECT *,
            -- Which baseline the flag rests on: the one with all moves not losing when it holds there.
-           p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline AS on_all
+           coalesce(p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline, false) AS on_all
     FROM tested
     WHERE (p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
        OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall)
@@ -73,7 +73,9 @@ SELECT account, "window",
        slow_moves_losing, moves_losing, slow_share_losing, slow_share_other, moves_other,
        platform_slow_share_losing, platform_slow_share_other, losing_factor, own_slow_share_other,
        baseline AS baseline_share, p_value, slow_share_losing / baseline AS ratio_to_baseline,
-       moves_prestall AS moves_other_prestall, slow_moves_prestall AS slow_moves_other_prestall,
+       moves_prestall AS moves_other_prestall,
+       -- A count (rows of an older replay lend slow_share_other times their moves not losing).
+       CAST(round(slow_moves_prestall) AS BIGINT) AS slow_moves_other_prestall,
        platform_slow_share_prestall, own_slow_share_prestall, baseline_prestall AS baseline_share_prestall,
        p_value_prestall, slow_share_losing / baseline_prestall AS ratio_to_baseline_prestall,
        CASE WHEN on_all THEN 'all moves not losing' ELSE 'moves not losing before stalling' END AS flagged_on,

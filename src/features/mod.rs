@@ -220,6 +220,11 @@ pub fn account_table() -> TableDef {
                 "Median over games of each game's median coefficient of variation over windows of 14 consecutive moves.",
             ),
             col_def(
+                "cv14_games",
+                Int64,
+                "Games that think_cv14 rests on (14 timed moves or more).",
+            ),
+            col_def(
                 "think_median_ms",
                 Float64,
                 "Median over games of each game's median think time.",
@@ -434,7 +439,9 @@ fn scan_files(
         return Ok(None);
     }
     // The newest file has every column the table has had (schema changes are additive): its
-    // schema is the scan's, and the older files' columns it adds are read as nulls.
+    // schema is the scan's, and the older files' columns it adds are read as nulls. (A lake that
+    // an older Vigie wrote to after a newer one is refused: polars reads no column a file has
+    // beyond the scan's schema.)
     let newest = files
         .iter()
         .max_by_key(|(_, f)| f.added)
@@ -501,13 +508,25 @@ fn scan_files(
             .columns
             .iter()
             .filter(|c| !have.contains(c.name))
-            .map(|c| lit(NULL).cast(polars_type(&c.ty)).alias(c.name))
+            .map(|c| lit(NULL).cast(read_type(&c.ty)).alias(c.name))
             .collect();
         if !missing.is_empty() {
             lf = lf.with_columns(missing);
         }
     }
     Ok(Some(lf))
+}
+
+/// The polars type a lake column has when read from Parquet (a timestamp without its zone, as
+/// [`conform`] says; a list of texts as a list).
+fn read_type(ty: &arrow::datatypes::DataType) -> DataType {
+    match ty {
+        arrow::datatypes::DataType::Timestamp(_, _) => {
+            DataType::Datetime(TimeUnit::Milliseconds, None)
+        }
+        arrow::datatypes::DataType::List(_) => DataType::List(Box::new(DataType::String)),
+        t => polars_type(t),
+    }
 }
 
 /// The definition of a table this module reads: the replay's tables and its own.
@@ -652,6 +671,7 @@ fn account_window(
         pooled_cv().alias("think_cv"),
         col("think_cv").median().alias("think_cv_game"),
         col("think_cv14").median().alias("think_cv14"),
+        col("think_cv14").count().alias("cv14_games"),
         col("think_median_ms").median().alias("think_median_ms"),
         (col("think_mad_ms") / col("think_median_ms"))
             .filter(spread_game())
