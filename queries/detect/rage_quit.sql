@@ -16,6 +16,9 @@
 --   gives at most max_p (binomial), when the rate per lost game is also at least min_ratio times the
 --   baseline (a bad connection drops out somewhat more in lost games; a rage-quitter many times
 --   more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend review.
+--   The evidence also splits the abandons while losing in the window by how they came: the page
+--   closed (the player's act) or the connection lost (what a bad connection does too), for the
+--   reviewer; the rule does not weigh them.
 -- severity: medium
 -- action: review
 -- param min_abandons = 3 : abandons while losing in 30 days
@@ -64,11 +67,14 @@ SELECT x.account, x."window",
        x.p_value, x.abandon_share / x.baseline AS ratio_to_baseline,
        ${min_abandons} AS min__abandons_losing, ${max_p} AS max__p_value,
        ${min_ratio} AS min__ratio_to_baseline,
+       e.page_closed_while_losing, e.disconnected_while_losing,
        e.refs, e.first_seen, e.last_seen
 FROM hits x
 LEFT JOIN (
     SELECT player AS account, array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts) AS refs,
-           min(ts) AS first_seen, max(ts) AS last_seen
+           min(ts) AS first_seen, max(ts) AS last_seen,
+           count(*) FILTER (WHERE reason = 'page_closed') AS page_closed_while_losing,
+           count(*) FILTER (WHERE reason = 'disconnected') AS disconnected_while_losing
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
       AND ts >= ${window_end} - INTERVAL '30 days'
       AND player IN (SELECT account FROM hits)
