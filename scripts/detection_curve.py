@@ -29,13 +29,18 @@ def run(cmd, log):
     return p.stdout
 
 
-def one(args, seed, subtlety):
-    base = os.path.join(args.work, f"s{seed}-x{subtlety}")
-    sim, lake, log = base + "-sim", base + "-lake", base + ".log"
-    for d in (sim, lake):
+def fresh_run(base, data):
+    """The data directory (`base` + `data`), lake and log of one run, emptied of a previous run's."""
+    out, lake, log = base + data, base + "-lake", base + ".log"
+    for d in (out, lake):
         shutil.rmtree(d, ignore_errors=True)
     if os.path.exists(log):
         os.remove(log)
+    return out, lake, log
+
+
+def one(args, seed, subtlety):
+    sim, lake, log = fresh_run(os.path.join(args.work, f"s{seed}-x{subtlety}"), "-sim")
     v = [args.vigie, "-q"]
     run(v + ["simulate", "--out", sim, "--seed", str(seed), "--days", str(args.days),
              "--games-per-day", str(args.games_per_day), "--accounts", str(args.accounts),

@@ -15,16 +15,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from detection_curve import run  # noqa: E402  (one command runner for the scripts/ measures)
+from detection_curve import fresh_run, run  # noqa: E402  (shared by the scripts/ measures)
 
 
 def one(args, seed):
-    base = os.path.join(args.work, f"i{seed}")
-    out, lake, log = base + "-gen", base + "-lake", base + ".log"
-    for d in (out, lake):
-        shutil.rmtree(d, ignore_errors=True)
-    if os.path.exists(log):
-        os.remove(log)
+    out, lake, log = fresh_run(os.path.join(args.work, f"i{seed}"), "-gen")
     run([sys.executable, os.path.join(HERE, "gen.py"), "--seed", str(seed), "--out", out,
          "--accounts", str(args.accounts), "--days", str(args.days),
          "--games-per-day", str(args.games_per_day), "--stale-clients", str(args.stale_clients)], log)
