@@ -26,13 +26,16 @@
 -- param min_ratio = 4 : the share while losing at least this many times the baseline
 -- param max_p = 0.000001 : chance of at least that many at the baseline (per account and month)
 -- param min_ratio_prestall = 8 : on the baseline before each game's first slow move while losing, the ratio needed
-WITH f AS (
+WITH other AS (
     SELECT *, greatest(moves_timed - moves_losing, 0) AS moves_other,
-           coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other,
-           coalesce(moves_other_prestall, greatest(moves_timed - moves_losing, 0)) AS moves_prestall,
-           coalesce(slow_moves_other_prestall,
-                    coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0)) AS slow_moves_prestall
+           coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other
     FROM account_features WHERE "window" = '30d'
+),
+f AS (
+    -- Rows of features an older Vigie wrote have no prestall counts: all their moves not losing.
+    SELECT *, coalesce(moves_other_prestall, moves_other) AS moves_prestall,
+           coalesce(slow_moves_other_prestall, slow_moves_other) AS slow_moves_prestall
+    FROM other
 ),
 base AS (
     SELECT CAST(sum(slow_moves_losing) AS DOUBLE) / greatest(sum(moves_losing), 1) AS share,
