@@ -88,27 +88,38 @@ pub struct DetectReport {
     /// Rules whose last result was reused: their SQL and the files they read were the same.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rules_reused: Vec<String>,
+    /// Nothing ran: the replay, the analysis and the rules are those of the last run, whose flags
+    /// stand (the counts above are then zero, not the lake's).
+    pub unchanged: bool,
     pub elapsed_ms: u64,
 }
 
 impl DetectReport {
     pub fn summary_line(&self) -> String {
+        if self.unchanged {
+            return "detect: nothing changed since the last run (same replay, analysis and rules); \
+                    its flags stand"
+                .into();
+        }
         let rules: Vec<String> = self
             .by_rule
             .iter()
             .map(|(r, n)| format!("{r} {n}"))
             .collect();
-        format!(
-            "detect: {} flags on {} accounts ({} block recommended); {}; {}",
-            self.flags,
-            self.accounts,
-            self.block_recommended,
-            rules.join(", "),
-            match self.version {
-                Some(v) => format!("committed lake version {v}"),
-                None => "nothing changed".into(),
-            }
-        )
+        let mut line = format!(
+            "detect: {} flags on {} accounts ({} block recommended)",
+            self.flags, self.accounts, self.block_recommended,
+        );
+        if !rules.is_empty() {
+            line.push_str("; ");
+            line.push_str(&rules.join(", "));
+        }
+        line.push_str("; ");
+        line.push_str(&match self.version {
+            Some(v) => format!("committed lake version {v}"),
+            None => "not committed".into(),
+        });
+        line
     }
 }
 
@@ -169,6 +180,7 @@ pub fn run_scoped(
         && prev.rules == fingerprint
     {
         return Ok(DetectReport {
+            unchanged: true,
             elapsed_ms: started.elapsed().as_millis() as u64,
             ..DetectReport::default()
         });
@@ -906,6 +918,41 @@ mod tests {
         assert_eq!(
             longest_first(ids.into_iter(), &Default::default()),
             vec![0, 1, 2, 3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn the_summary_says_when_nothing_ran_instead_of_counting_zero_flags() {
+        let unchanged = DetectReport {
+            unchanged: true,
+            ..DetectReport::default()
+        };
+        assert!(
+            unchanged.summary_line().contains("nothing changed"),
+            "{}",
+            unchanged.summary_line()
+        );
+        assert!(!unchanged.summary_line().contains("0 flags"));
+        let none = DetectReport {
+            version: Some(4),
+            ..DetectReport::default()
+        };
+        assert_eq!(
+            none.summary_line(),
+            "detect: 0 flags on 0 accounts (0 block recommended); committed lake version 4"
+        );
+        let some = DetectReport {
+            version: Some(5),
+            flags: 3,
+            accounts: 2,
+            block_recommended: 1,
+            by_rule: [("rage_quit".to_string(), 2), ("sitting".to_string(), 1)].into(),
+            ..DetectReport::default()
+        };
+        assert_eq!(
+            some.summary_line(),
+            "detect: 3 flags on 2 accounts (1 block recommended); rage_quit 2, sitting 1; \
+             committed lake version 5"
         );
     }
 
