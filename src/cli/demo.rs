@@ -25,6 +25,9 @@ pub struct DemoArgs {
     /// Games per day.
     #[arg(long, default_value_t = 1500)]
     games_per_day: u32,
+    /// Games the engine analysis judges at most (the flagged accounts' rated draughts games first).
+    #[arg(long, default_value_t = 150)]
+    analyse_games: usize,
     /// Stop after the pipeline instead of serving the dashboard.
     #[arg(long)]
     no_serve: bool,
@@ -39,9 +42,15 @@ impl DemoArgs {
             addr,
             days,
             games_per_day,
+            analyse_games,
             no_serve,
         } = self;
-        super::pipeline::demo(&lake, &data, addr, days, games_per_day, !no_serve)?;
+        let size = super::pipeline::DemoSize {
+            days,
+            games_per_day,
+            analyse_games,
+        };
+        super::pipeline::demo(&lake, &data, addr, &size, !no_serve)?;
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -230,25 +230,29 @@ fn demo_password() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Games the demo's engine analysis judges at most.
-const DEMO_ANALYSED: usize = 150;
+/// How much the demo simulates and analyses.
+pub struct DemoSize {
+    pub days: u32,
+    pub games_per_day: u32,
+    /// Games the engine analysis judges at most.
+    pub analyse_games: usize,
+}
 
 /// The main job: a week of simulated traffic through the whole pipeline, then the dashboard.
 pub fn demo(
     lake_dir: &Path,
     data_dir: &Path,
     addr: SocketAddr,
-    days: u32,
-    games_per_day: u32,
+    size: &DemoSize,
     serve_after: bool,
 ) -> Result<()> {
     let progress = true;
     let sim_dir = data_dir.join("sim");
     let opts = SimOptions {
         seed: 7,
-        days,
-        games_per_day,
-        accounts: games_per_day.max(200),
+        days: size.days,
+        games_per_day: size.games_per_day,
+        accounts: size.games_per_day.max(200),
         ..SimOptions::default()
     };
     if sim_dir.join("labels.json").exists() {
@@ -281,13 +285,13 @@ pub fn demo(
     println!("{}", r.summary_line());
     // The engine analysis of the flagged accounts' rated draughts games (and of unusual win rates),
     // with a sample of the others as the platform's baseline; a smaller budget than `vigie
-    // analyse`'s default and at most DEMO_ANALYSED games, so that the demo stays a few minutes.
+    // analyse`'s default and at most `--analyse-games` games (150 by default), so that the demo stays a few minutes.
     // Then detection again, which reads it.
     let a = super::analyse::analyse(
         &lake,
         &vigie::analysis::AnalyseOptions {
             nodes: 20_000,
-            max_games: Some(DEMO_ANALYSED),
+            max_games: Some(size.analyse_games),
             ..Default::default()
         },
         progress,
@@ -302,10 +306,16 @@ pub fn demo(
     let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
     let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
     for c in &ev.classes {
-        println!(
-            "eval: {:<16} precision {:.3} recall {:.3}",
-            c.behaviour, c.precision, c.recall
-        );
+        let labelled = c.true_positives + c.false_negatives;
+        if labelled == 0 && c.false_positives == 0 {
+            // Precision and recall of an empty class are 1 by convention: say what they rest on.
+            println!("eval: {:<16} no labelled account, no flag", c.behaviour);
+        } else {
+            println!(
+                "eval: {:<16} precision {:.3} recall {:.3} ({} of {} found, {} false flags)",
+                c.behaviour, c.precision, c.recall, c.true_positives, labelled, c.false_positives
+            );
+        }
     }
     let password = demo_password()?;
     add_staff(lake_dir, "demo", "reviewer", &password)?;
