@@ -164,7 +164,11 @@ pub fn account_table() -> TableDef {
                 Int64,
                 "Attempts after the game was decided.",
             ),
-            col_def("departures", Int64, "Games left."),
+            col_def(
+                "departures",
+                Int64,
+                "Games left (0 when none, as every count here).",
+            ),
             col_def("departures_losing", Int64, "Games left while losing."),
             col_def(
                 "abandons_losing",
@@ -270,7 +274,7 @@ pub fn account_table() -> TableDef {
             col_def(
                 "integrity_findings",
                 Int64,
-                "Server-integrity findings naming the account.",
+                "Server-integrity findings naming the account (0 when none).",
             ),
             col_def("devices", Int64, "Distinct device hashes used."),
             col_def("ips", Int64, "Distinct ip hashes used."),
@@ -587,6 +591,20 @@ fn tamper_kinds() -> Expr {
         .unwrap_or_else(|| lit(0i64))
 }
 
+/// The `account_features` counts of departures, timeouts and integrity findings: 0 for an account
+/// with none in the window (they come from left joins, which leave nulls).
+pub const ZERO_WHEN_NONE: [&str; 9] = [
+    "departures",
+    "departures_losing",
+    "abandons_losing",
+    "abandons",
+    "timeouts",
+    "timeouts_losing",
+    "decisive_timeouts",
+    "decisive_timeouts_losing",
+    "integrity_findings",
+];
+
 /// Timed moves a game needs for its think-time spread to count in `think_spread`.
 const SPREAD_MIN_MOVES: i64 = 10;
 
@@ -772,10 +790,17 @@ fn account_window(
                 JoinArgs::new(JoinType::Left),
             );
         }
-        None => {
-            out = out.with_columns([lit(NULL).cast(DataType::Int64).alias("integrity_findings")])
-        }
+        None => out = out.with_columns([lit(0i64).alias("integrity_findings")]),
     }
+    // An account with no departure, timeout or integrity finding in the window has counts of 0,
+    // not unknown ones (the left joins above leave nulls): an analyst's `avg(departures)` or
+    // `count(*) FILTER (WHERE timeouts = 0)` must count it.
+    let out = out.with_columns(
+        ZERO_WHEN_NONE
+            .iter()
+            .map(|c| col(*c).fill_null(lit(0i64)))
+            .collect::<Vec<_>>(),
+    );
     Ok(out.with_columns([
         lit(window).alias("window"),
         lit(end)

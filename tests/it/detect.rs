@@ -599,6 +599,39 @@ fn scoped_features_equal_a_full_run_for_their_accounts() {
     );
 }
 
+/// Counts of departures, timeouts and integrity findings are 0 for an account that has none in the
+/// window, never null (an analyst's `avg(departures)` counts it), and agree with the tables they
+/// count.
+#[test]
+fn account_features_count_zero_departures_as_zero_not_unknown() {
+    let path = crate::common::sample_lake();
+    let counts = vigie::features::ZERO_WHEN_NONE;
+    assert!(counts.contains(&"departures") && counts.contains(&"integrity_findings"));
+    let nulls = counts
+        .iter()
+        .map(|c| format!("count(*) FILTER (WHERE {c} IS NULL)"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let row = crate::common::sql_text(path, &format!("SELECT {nulls} FROM account_features"));
+    assert_eq!(row, vec![vec!["0".to_string(); counts.len()]]);
+    // Most of the sample's accounts never left a game nor timed out: they are rows of zeros.
+    let quiet = crate::common::sql_first(
+        path,
+        "SELECT count(*) FROM account_features WHERE \"window\" = '30d' AND departures = 0 AND timeouts = 0",
+    );
+    assert!(quiet.parse::<u64>().unwrap() > 0, "{quiet}");
+    // And the counts are those of the departures table (the sample's games all fall in the window).
+    let mismatched = crate::common::sql_first(
+        path,
+        "SELECT count(*) FROM account_features f LEFT JOIN (
+             SELECT player, count(*) FILTER (WHERE event = 'left') AS l,
+                    count(*) FILTER (WHERE event = 'timeout') AS t
+             FROM departures GROUP BY player) d ON d.player = f.account
+         WHERE f.\"window\" = '30d' AND (f.departures <> coalesce(d.l, 0) OR f.timeouts <> coalesce(d.t, 0))",
+    );
+    assert_eq!(mismatched, "0");
+}
+
 /// The sample logs plus copies of `game` moved to other days (`(id, date)`), ingested, replayed
 /// and with their features computed, in `dir/lake`.
 fn lake_with_moved_copies(dir: &Path, game: &[Value], copies: &[(&str, &str)]) -> Lake {
@@ -856,7 +889,8 @@ fn features_judge_a_run_of_timeouts_by_its_start_and_count_cheap_give_ups() {
     assert_eq!(
         rows,
         vec![
-            vec!["quitter", "", "", "", "2"],
+            // No timeout at all: counts of 0, not unknown.
+            vec!["quitter", "0", "0", "0", "2"],
             vec!["sitter", "2", "1", "1", "2"],
         ]
     );
