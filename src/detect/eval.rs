@@ -295,16 +295,24 @@ impl Evaluation {
             "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9} {:>7}  rules\n",
             "behaviour", "tp", "fp", "fn", "tn", "precision", "recall"
         ));
+        // A share of nothing is shown as "-" (the JSON keeps the convention of 1: no flag, no miss).
+        let share = |value: f64, den: u64| {
+            if den == 0 {
+                "-".to_string()
+            } else {
+                format!("{value:.3}")
+            }
+        };
         for c in &self.classes {
             out.push_str(&format!(
-                "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9.3} {:>7.3}  {}\n",
+                "{:<18} {:>5} {:>5} {:>5} {:>7} {:>9} {:>7}  {}\n",
                 c.behaviour,
                 c.true_positives,
                 c.false_positives,
                 c.false_negatives,
                 c.true_negatives,
-                c.precision,
-                c.recall,
+                share(c.precision, c.true_positives + c.false_positives),
+                share(c.recall, c.true_positives + c.false_negatives),
                 c.rules.join(", ")
             ));
         }
@@ -444,5 +452,14 @@ mod tests {
             ev.to_text()
                 .contains("pooled (any rule): precision 0.667 recall 0.667")
         );
+        // The bot class has no flag of its rule: its precision is a share of nothing, shown "-".
+        let text = ev.to_text();
+        let bot: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with("bot "))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(bot, ["bot", "0", "0", "1", "5", "-", "0.000", "bot_timing"]);
     }
 }
