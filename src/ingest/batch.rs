@@ -20,6 +20,11 @@ use crate::log::{self, syntax};
 /// Flush a partition's buffer to a file past this many bytes, and bound all buffers together by it.
 pub const FLUSH_BYTES: usize = 64 << 20;
 
+/// Quarantined rows buffered at most before they are written (fewer when `flush_bytes` is lower).
+/// Rejected lines are rare but can be long: each is written with the ones before it as soon as
+/// they pass this.
+pub const QUARANTINE_FLUSH_BYTES: usize = 16 << 20;
+
 /// Options of an ingest run.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
@@ -352,7 +357,14 @@ impl Ctx<'_, '_, '_> {
             let Some(k) = self.parts.largest() else { break };
             self.flush_partition(&k)?;
         }
-        if self.quarantine.bytes() > self.flush_bytes {
+        self.bound_quarantine()
+    }
+
+    /// Writes the quarantined rows once they pass [`QUARANTINE_FLUSH_BYTES`]: called after every
+    /// row, since one rejected line can be kept whole up to 64 MiB (a file of a few such lines
+    /// took 968 MB when they waited for the next 4,096 lines).
+    fn bound_quarantine(&mut self) -> Result<(), IngestError> {
+        if self.quarantine.bytes() > QUARANTINE_FLUSH_BYTES.min(self.flush_bytes) {
             self.flush_quarantine()?;
         }
         Ok(())
@@ -460,6 +472,7 @@ impl Ctx<'_, '_, '_> {
                                 field: reject.field(),
                             });
                             self.report.lines_quarantined += 1;
+                            self.bound_quarantine()?;
                         }
                     }
                 }
@@ -491,6 +504,7 @@ impl Ctx<'_, '_, '_> {
                         field: None,
                     });
                     self.report.lines_quarantined += 1;
+                    self.bound_quarantine()?;
                 }
             }
             if lines_here.is_multiple_of(4096) {
@@ -660,7 +674,7 @@ impl Ctx<'_, '_, '_> {
             ),
             field: None,
         });
-        Ok(())
+        self.bound_quarantine()
     }
 
     /// Quarantines a file of which nothing can be read (path, size, hash, reason) and records it
