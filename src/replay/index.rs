@@ -185,7 +185,7 @@ impl GameIndex {
         &'a self,
         commitment: Option<&str>,
         seed: Option<&str>,
-    ) -> impl Iterator<Item = &'a str> {
+    ) -> impl Iterator<Item = &'a str> + use<'a> {
         let c = commitment.and_then(|c| self.by_commitment.get(&digest(c)));
         let s = seed.and_then(|s| self.by_seed.get(&digest(s)));
         c.into_iter().chain(s).flat_map(Users::iter)

@@ -1049,9 +1049,15 @@ pub fn read_game_index(
     Ok((index, known))
 }
 
-/// Seed and commitment reuse across games: a finding against every game sharing one, naming the other.
+/// Games a `seed_reused` finding names at most; the others are counted.
+const REUSE_NAMED: usize = 10;
+
+/// Seed and commitment reuse across games: one finding against every game sharing one, naming the
+/// others (the first [`REUSE_NAMED`] by id, and how many).
 ///
 /// `seeds` knows the games replayed before; those of `touched` are known by their replays instead.
+/// The games sharing a seed and commitment are listed once for all of them, not once per game: a
+/// server stuck on one seed for N games costs N findings and about N steps, not N².
 pub fn seed_reuse(replays: &mut [GameReplay], seeds: &GameIndex, touched: &BTreeSet<String>) {
     // Everything known after this run: old games not replayed now, and the replays.
     let mut now = GameIndex::default();
@@ -1066,28 +1072,54 @@ pub fn seed_reuse(replays: &mut [GameReplay], seeds: &GameIndex, touched: &BTree
             );
         }
     }
+    let partners = |c: Option<&str>, s: Option<&str>| {
+        seeds
+            .users(c, s)
+            .filter(|o| !touched.contains(*o))
+            .chain(now.users(c, s))
+    };
+    // The games of each shared (commitment, seed), sorted: only for the games that share one.
+    let mut shared: HashMap<(Option<&str>, Option<&str>), Vec<&str>> = HashMap::new();
     let mut found: Vec<(usize, Finding)> = Vec::new();
     for (idx, r) in replays.iter().enumerate() {
         let Some(g) = &r.game else { continue };
         let (c, s) = (g.commitment.as_deref(), g.seed.as_deref());
-        let mut partners: BTreeSet<&str> = seeds
-            .users(c, s)
-            .filter(|o| !touched.contains(*o))
-            .chain(now.users(c, s))
-            .collect();
-        partners.remove(g.game.as_str());
-        for other in partners {
-            let seq = g.reveal_seq.unwrap_or(0);
-            let mut f = Finding::new(
-                &g.game,
-                seq,
-                Code::SeedReused,
-                format!("the seed or commitment of this game was also used by game {other}"),
-            );
-            f.expected("a fresh seed per game")
-                .logged(format!("shared with {other}"));
-            found.push((idx, f));
+        if !partners(c, s).any(|o| o != g.game) {
+            continue;
         }
+        let all = shared.entry((c, s)).or_insert_with(|| {
+            let set: BTreeSet<&str> = partners(c, s).collect();
+            set.into_iter().collect()
+        });
+        let others = all.len() - usize::from(all.binary_search(&g.game.as_str()).is_ok());
+        let named: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|o| *o != g.game)
+            .take(REUSE_NAMED)
+            .collect();
+        let seq = g.reveal_seq.unwrap_or(0);
+        let (message, logged) = if others == 1 {
+            (
+                format!(
+                    "the seed or commitment of this game was also used by game {}",
+                    named[0]
+                ),
+                format!("shared with {}", named[0]),
+            )
+        } else {
+            let more = if others > named.len() { ", ..." } else { "" };
+            (
+                format!(
+                    "the seed or commitment of this game was also used by {others} other games: {}{more}",
+                    named.join(", ")
+                ),
+                format!("shared with {others} games"),
+            )
+        };
+        let mut f = Finding::new(&g.game, seq, Code::SeedReused, message);
+        f.expected("a fresh seed per game").logged(logged);
+        found.push((idx, f));
     }
     for (idx, f) in found {
         let r = &mut replays[idx];

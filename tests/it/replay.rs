@@ -629,6 +629,54 @@ mod lake {
         }
     }
 
+    /// A server stuck on one seed: every game that used it gets one `seed_reused` finding naming
+    /// the others (the first ten, and how many), not one per other game (N² findings: 2,000
+    /// copies of a game start gave 3,998,000 before).
+    #[test]
+    fn games_sharing_one_seed_get_one_finding_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = sample_game("lu-", 0);
+        let original = first[0]["game"].as_str().unwrap().to_string();
+        let mut content = String::new();
+        for k in 0..25 {
+            content.push_str(&relink(&moved_game(
+                &first,
+                &format!("lu-ffff-7000{k:02}"),
+                "2026-11-23",
+            )));
+            if !content.ends_with('\n') {
+                content.push('\n');
+            }
+        }
+        let logs = dir.path().join("copies.jsonl");
+        std::fs::write(&logs, content).unwrap();
+        let lake = dir.path().join("lake");
+        quiet_ingest(&lake, &shared_sample());
+        quiet_ingest(&lake, &logs);
+        quiet_replay(&lake);
+        let rows = crate::common::sql_text(
+            &lake,
+            "SELECT game, count(*), min(message), min(logged) FROM findings \
+             WHERE code = 'seed_reused' GROUP BY game ORDER BY game",
+        );
+        // The original and its 25 copies: 26 games, each sharing with 25 others.
+        assert_eq!(rows.len(), 26, "{rows:?}");
+        assert!(rows.iter().any(|r| r[0] == original));
+        for r in &rows {
+            assert_eq!(r[1], "1", "{r:?}");
+            assert!(
+                r[2].contains("also used by 25 other games: ") && r[2].ends_with(", ..."),
+                "{r:?}"
+            );
+            assert_eq!(r[2].matches(", ").count(), 10, "ten named, then ...: {r:?}");
+            assert!(
+                !r[2].contains(&format!(" {},", r[0])),
+                "names itself: {r:?}"
+            );
+            assert_eq!(r[3], "shared with 25 games");
+        }
+    }
+
     #[test]
     fn replay_writes_the_derived_tables_and_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
