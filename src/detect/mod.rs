@@ -190,12 +190,7 @@ pub fn run_scoped(
     let scope = scope.filter(|_| prev.as_ref().is_some_and(|p| p.rules == fingerprint));
     crate::features::run_scoped(lake, scope)?;
     let snapshot = lake.snapshot()?;
-    let window_end = snapshot
-        .state
-        .table_files("events")
-        .filter_map(|f| f.max_ts)
-        .max()
-        .unwrap_or(0);
+    let window_end = snapshot.state.latest_event_ms();
     let Evaluation { flags, reused } =
         runtime()?.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
     let mut report = DetectReport {

@@ -1119,12 +1119,7 @@ pub fn run_scoped(
     let snapshot = lake.snapshot()?;
     let snapshot_ms = started.elapsed().as_millis() as u64;
     let replayed = snapshot.state.stage::<crate::replay::run::ReplayStage>()?;
-    let end = snapshot
-        .state
-        .table_files("events")
-        .filter_map(|f| f.max_ts)
-        .max()
-        .unwrap_or(0);
+    let end = snapshot.state.latest_event_ms();
     // The whole table as a lazy scan, built only where it is read (a scan reads its newest
     // file's footer when built).
     let all_players = || scan(&snapshot, "game_players");

@@ -179,7 +179,41 @@ impl State {
     pub fn table_rows(&self, table: &str) -> u64 {
         self.table_files(table).map(|f| f.rows).sum()
     }
+
+    /// The lake's clock (epoch ms, 0 when empty): the latest event time, where detection's
+    /// windows end and past which a silent game never ended. A day of events isolated from the
+    /// rest (more than [`STRAY_GAP_DAYS`] days after the previous day that has any) and holding
+    /// under 1 % of the busiest day's events is a stray clock, not the platform's time, and is
+    /// passed over: one line stamped in the year 9999 used to end every window there (no
+    /// flag on anyone) and close every game in progress as `never_ended`.
+    pub fn latest_event_ms(&self) -> i64 {
+        const DAY_MS: i64 = 86_400_000;
+        let mut days: BTreeMap<i64, (u64, i64)> = BTreeMap::new();
+        for f in self.table_files("events") {
+            if let Some(ts) = f.max_ts {
+                let d = days.entry(ts.div_euclid(DAY_MS)).or_insert((0, ts));
+                d.0 += f.rows;
+                d.1 = d.1.max(ts);
+            }
+        }
+        let busiest = days.values().map(|d| d.0).max().unwrap_or(0);
+        let mut latest = days.iter().rev().peekable();
+        while let Some((day, &(rows, ts))) = latest.next() {
+            let isolated = latest
+                .peek()
+                .is_some_and(|(before, _)| day - *before > STRAY_GAP_DAYS);
+            if isolated && rows.saturating_mul(100) < busiest {
+                continue;
+            }
+            return ts;
+        }
+        0
+    }
 }
+
+/// Days without events after which a small day of events is taken for a stray clock
+/// ([`State::latest_event_ms`]).
+pub const STRAY_GAP_DAYS: i64 = 2;
 
 /// A derived stage's checkpoint, stored in the commit log under [`Stage::KEY`] and read back typed:
 /// a value that does not parse is an error naming the stage, never a default.
@@ -248,5 +282,56 @@ mod tests {
         };
         assert_eq!(err.stage, "probe");
         assert!(err.to_string().contains("seven"), "{err}");
+    }
+
+    /// A state whose `events` table has one file per (day, rows) pair, each ending at noon.
+    fn events_days(days: &[(i64, u64)]) -> State {
+        let mut state = State::default();
+        for (i, &(day, rows)) in days.iter().enumerate() {
+            let path = format!("events/{i}.parquet");
+            state.files.insert(
+                path.clone(),
+                FileEntry {
+                    table: "events".into(),
+                    path,
+                    partition: None,
+                    rows,
+                    bytes: 1,
+                    added: 1,
+                    min_key: None,
+                    max_key: None,
+                    max_ts: Some(day * 86_400_000 + 43_200_000),
+                    ts_nulls: Some(0),
+                    open: false,
+                    data_added: None,
+                },
+            );
+        }
+        state
+    }
+
+    #[test]
+    fn the_lake_clock_passes_over_a_stray_day_far_after_the_rest() {
+        let noon = |day: i64| day * 86_400_000 + 43_200_000;
+        assert_eq!(State::default().latest_event_ms(), 0);
+        let month: Vec<(i64, u64)> = (20_000..20_030).map(|d| (d, 5_000)).collect();
+        assert_eq!(events_days(&month).latest_event_ms(), noon(20_029));
+        // One line stamped years later: passed over; and one years before changes nothing.
+        let mut stray = month.clone();
+        stray.extend([(2_900_000, 1), (10, 1)]);
+        assert_eq!(events_days(&stray).latest_event_ms(), noon(20_029));
+        // The first minutes of the next day, or of a day after one without events: the clock.
+        for next in [20_030, 20_031] {
+            let mut young = month.clone();
+            young.push((next, 3));
+            assert_eq!(events_days(&young).latest_event_ms(), noon(next));
+        }
+        // After two days without events, a small day is a stray clock, a full one is not.
+        let mut small = month.clone();
+        small.push((20_032, 49));
+        assert_eq!(events_days(&small).latest_event_ms(), noon(20_029));
+        let mut full = month.clone();
+        full.push((20_032, 50));
+        assert_eq!(events_days(&full).latest_event_ms(), noon(20_032));
     }
 }

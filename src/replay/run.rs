@@ -567,7 +567,7 @@ fn run_scoped(
     let root = lake.root().to_path_buf();
     let since = state.stage::<ReplayStage>()?.map_or(0, |s| s.version);
     let events: Vec<&FileEntry> = state.table_files("events").collect();
-    let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
+    let horizon = state.latest_event_ms();
     let new_files: Vec<&FileEntry> = events
         .iter()
         .copied()

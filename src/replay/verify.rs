@@ -189,7 +189,7 @@ pub fn replay_one(lake: &Lake, game: &str) -> Result<Option<GameReplay>, VerifyE
     let state = lake.state().map_err(ReplayError::from)?;
     let root = lake.root().to_path_buf();
     let events: Vec<_> = state.table_files("events").collect();
-    let horizon = events.iter().filter_map(|f| f.max_ts).max().unwrap_or(0);
+    let horizon = state.latest_event_ms();
     let files: Vec<EventsFile> = events
         .iter()
         .map(|f| EventsFile {

@@ -434,12 +434,7 @@ impl LakeData {
     async fn build(&self) -> Result<Cache, DataError> {
         let snapshot = self.lake.snapshot().map_err(df_err)?;
         let version = snapshot.version();
-        let latest_event = snapshot
-            .state
-            .table_files("events")
-            .filter_map(|f| f.max_ts)
-            .max()
-            .unwrap_or(0);
+        let latest_event = snapshot.state.latest_event_ms();
         let audit =
             crate::review::read_log(&snapshot).map_err(|e| DataError::Corrupt(e.to_string()))?;
         let limits = self.limits;

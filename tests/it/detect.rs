@@ -632,6 +632,64 @@ fn account_features_count_zero_departures_as_zero_not_unknown() {
     assert_eq!(mismatched, "0");
 }
 
+/// One line stamped in the year 9999 (a server's broken clock) moves neither the detection window
+/// nor the replay's horizon: the same windows, flags and findings as without it (before, every
+/// window ended in 9999, so nobody could be flagged, and every game in progress was closed as
+/// `never_ended`).
+#[test]
+fn a_stray_line_from_the_far_future_does_not_move_the_lake_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    // The sample without the last game's end: a game in progress at the lake's latest event.
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last_end = lines
+        .iter()
+        .rposition(|l| l.contains("\"type\":\"game_ended\""))
+        .unwrap();
+    let open_game: Value = serde_json::from_str(lines[last_end]).unwrap();
+    let open_game = open_game["game"].as_str().unwrap().to_string();
+    lines.retain(|l| {
+        !(l.contains(&format!("\"game\":\"{open_game}\"")) && l.contains("\"type\":\"game_ended\""))
+    });
+    let base = dir.path().join("base.jsonl");
+    std::fs::write(&base, lines.join("\n") + "\n").unwrap();
+    let mut stray: Value = serde_json::from_str(lines[0]).unwrap();
+    stray["game"] = json!("stray-clock-1");
+    stray["ts"] = json!("9999-12-31T23:59:59.999Z");
+    stray["commitment"] = json!("c".repeat(64));
+    let stray_file = dir.path().join("stray.jsonl");
+    std::fs::write(&stray_file, stray.to_string() + "\n").unwrap();
+    let build = |name: &str, inputs: &[&Path]| -> PathBuf {
+        let path = dir.path().join(name);
+        for i in inputs {
+            crate::common::quiet_ingest(&path, i);
+        }
+        crate::common::quiet_replay(&path);
+        vigie::detect::run(
+            &Lake::open(&path).unwrap(),
+            &rules_dir(),
+            &Default::default(),
+        )
+        .unwrap();
+        path
+    };
+    let clean = build("clean", &[&base]);
+    let with_stray = build("stray", &[&base, &stray_file]);
+    let q = |lake: &Path, sql: &str| crate::common::sql_text(lake, sql);
+    let ends = "SELECT DISTINCT CAST(window_end AS VARCHAR) FROM account_features";
+    assert_eq!(q(&with_stray, ends), q(&clean, ends));
+    assert!(!q(&clean, ends)[0][0].starts_with("9999"));
+    let findings =
+        "SELECT game, seq, code FROM findings WHERE game <> 'stray-clock-1' ORDER BY 1, 2, 3";
+    assert_eq!(q(&with_stray, findings), q(&clean, findings));
+    let open = format!(
+        "SELECT count(*) FROM findings WHERE game = '{open_game}' AND code = 'never_ended'"
+    );
+    assert_eq!(q(&with_stray, &open), vec![vec!["0".to_string()]]);
+    let flags = "SELECT account, rule FROM flags ORDER BY 1, 2";
+    assert_eq!(q(&with_stray, flags), q(&clean, flags));
+}
+
 /// The sample logs plus copies of `game` moved to other days (`(id, date)`), ingested, replayed
 /// and with their features computed, in `dir/lake`.
 fn lake_with_moved_copies(dir: &Path, game: &[Value], copies: &[(&str, &str)]) -> Lake {
