@@ -181,11 +181,11 @@ impl State {
     }
 
     /// The lake's clock (epoch ms, 0 when empty): the latest event time, where detection's
-    /// windows end and past which a silent game never ended. A day of events isolated from the
-    /// rest (more than [`STRAY_GAP_DAYS`] days after the previous day that has any) and holding
-    /// under 1 % of the busiest day's events is a stray clock, not the platform's time, and is
-    /// passed over: one line stamped in the year 9999 used to end every window there (no
-    /// flag on anyone) and close every game in progress as `never_ended`.
+    /// windows end and past which a silent game never ended. A stretch of days with events that
+    /// starts more than [`STRAY_GAP_DAYS`] days after the previous day with any, and holds in all
+    /// under 1 % of the busiest day's events, is a stray clock, not the platform's time, and is
+    /// passed over: one line stamped in the year 9999 used to end every window there (no flag on
+    /// anyone) and close every game in progress as `never_ended`.
     pub fn latest_event_ms(&self) -> i64 {
         const DAY_MS: i64 = 86_400_000;
         let mut days: BTreeMap<i64, (u64, i64)> = BTreeMap::new();
@@ -197,15 +197,26 @@ impl State {
             }
         }
         let busiest = days.values().map(|d| d.0).max().unwrap_or(0);
-        let mut latest = days.iter().rev().peekable();
-        while let Some((day, &(rows, ts))) = latest.next() {
-            let isolated = latest
-                .peek()
-                .is_some_and(|(before, _)| day - *before > STRAY_GAP_DAYS);
+        let days: Vec<(i64, u64, i64)> = days
+            .into_iter()
+            .rev()
+            .map(|(d, (n, ts))| (d, n, ts))
+            .collect();
+        let mut first = 0;
+        while first < days.len() {
+            // The stretch from `first` back to the last day less than the gap before the next.
+            let mut last = first;
+            let mut rows = days[first].1;
+            while last + 1 < days.len() && days[last].0 - days[last + 1].0 <= STRAY_GAP_DAYS {
+                last += 1;
+                rows += days[last].1;
+            }
+            let isolated = last + 1 < days.len();
             if isolated && rows.saturating_mul(100) < busiest {
+                first = last + 1;
                 continue;
             }
-            return ts;
+            return days[first].2;
         }
         0
     }
@@ -326,6 +337,10 @@ mod tests {
             young.push((next, 3));
             assert_eq!(events_days(&young).latest_event_ms(), noon(next));
         }
+        // Stray lines on several days close together: the stretch is passed over as a whole.
+        let mut strays = month.clone();
+        strays.extend([(2_900_000, 1), (2_900_001, 2), (2_900_003, 1)]);
+        assert_eq!(events_days(&strays).latest_event_ms(), noon(20_029));
         // After two days without events, a small day is a stray clock, a full one is not.
         let mut small = month.clone();
         small.push((20_032, 49));
