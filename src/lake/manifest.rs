@@ -187,11 +187,12 @@ impl State {
     /// passed over: one line stamped in the year 9999 used to end every window there (no flag on
     /// anyone) and close every game in progress as `never_ended`.
     pub fn latest_event_ms(&self) -> i64 {
-        const DAY_MS: i64 = 86_400_000;
+        // Per day (as ingest partitions events by day): events, and the latest time.
         let mut days: BTreeMap<i64, (u64, i64)> = BTreeMap::new();
         for f in self.table_files("events") {
             if let Some(ts) = f.max_ts {
-                let d = days.entry(ts.div_euclid(DAY_MS)).or_insert((0, ts));
+                let day = i64::from(crate::log::syntax::epoch_day(ts));
+                let d = days.entry(day).or_insert((0, ts));
                 d.0 += f.rows;
                 d.1 = d.1.max(ts);
             }
@@ -204,13 +205,14 @@ impl State {
             .collect();
         let mut first = 0;
         while first < days.len() {
-            // The stretch from `first` back to the last day less than the gap before the next.
+            // The stretch of days from `first` back, each at most the gap after the one before.
             let mut last = first;
             let mut rows = days[first].1;
             while last + 1 < days.len() && days[last].0 - days[last + 1].0 <= STRAY_GAP_DAYS {
                 last += 1;
                 rows += days[last].1;
             }
+            // An earlier day exists, more than the gap before the stretch.
             let isolated = last + 1 < days.len();
             if isolated && rows.saturating_mul(100) < busiest {
                 first = last + 1;
@@ -222,8 +224,8 @@ impl State {
     }
 }
 
-/// Days without events after which a small day of events is taken for a stray clock
-/// ([`State::latest_event_ms`]).
+/// Days between two days with events beyond which the later, small stretch of days is taken for a
+/// stray clock ([`State::latest_event_ms`]).
 pub const STRAY_GAP_DAYS: i64 = 2;
 
 /// A derived stage's checkpoint, stored in the commit log under [`Stage::KEY`] and read back typed:
