@@ -858,6 +858,84 @@ struct FindingVm {
     message: String,
 }
 
+/// Events a game page's timeline lists before it shows a window around the current one.
+const TIMELINE_MAX: usize = 500;
+/// Findings a game page lists one per row before it groups them by code and account.
+const FINDINGS_MAX: usize = 200;
+
+/// A link over the timeline events a long game's page leaves out.
+struct TlGapVm {
+    count: usize,
+    href: String,
+}
+
+/// The findings of one code for one account in a game with too many to list.
+struct FindingGroupVm {
+    code: String,
+    category: String,
+    severity: String,
+    account: String,
+    count: usize,
+    first_seq: i64,
+    first_href: String,
+    last_seq: i64,
+    last_href: String,
+    message: String,
+}
+
+/// The timeline window of a game page: all events when there are at most [`TIMELINE_MAX`],
+/// else [`TIMELINE_MAX`] events centred on the current one (the range of frame indices).
+fn timeline_window(total: usize, index: usize) -> std::ops::Range<usize> {
+    if total <= TIMELINE_MAX {
+        return 0..total;
+    }
+    let start = index
+        .saturating_sub(TIMELINE_MAX / 2)
+        .min(total - TIMELINE_MAX);
+    start..start + TIMELINE_MAX
+}
+
+/// Findings grouped by code and account, in the order of their first seq.
+fn finding_groups(id: &str, findings: &[super::data::Finding]) -> Vec<FindingGroupVm> {
+    let mut at: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    let mut out: Vec<FindingGroupVm> = Vec::new();
+    for f in findings {
+        let key = (f.code.as_str(), f.account.as_deref());
+        let href = format!("/game/{id}?seq={}", f.seq);
+        match at.get(&key) {
+            Some(&i) => {
+                let g = &mut out[i];
+                g.count += 1;
+                if f.seq < g.first_seq {
+                    g.first_seq = f.seq;
+                    g.first_href = href;
+                    g.message = f.message.clone();
+                } else if f.seq > g.last_seq {
+                    g.last_seq = f.seq;
+                    g.last_href = href;
+                }
+            }
+            None => {
+                at.insert(key, out.len());
+                out.push(FindingGroupVm {
+                    code: f.code.clone(),
+                    category: f.category.as_str().to_owned(),
+                    severity: f.severity.as_str().to_owned(),
+                    account: f.account.clone().unwrap_or_default(),
+                    count: 1,
+                    first_seq: f.seq,
+                    first_href: href.clone(),
+                    last_seq: f.seq,
+                    last_href: href,
+                    message: f.message.clone(),
+                });
+            }
+        }
+    }
+    out.sort_by_key(|g| g.first_seq);
+    out
+}
+
 struct TlVm {
     seq: i64,
     href: String,
@@ -901,7 +979,16 @@ struct GameTpl {
     next: String,
     last: String,
     timeline: Vec<TlVm>,
+    /// The events before the timeline's window (long games only).
+    timeline_before: Option<TlGapVm>,
+    /// The events after it.
+    timeline_after: Option<TlGapVm>,
+    /// Every finding, one per row (at most [`FINDINGS_MAX`]).
     findings: Vec<FindingVm>,
+    /// Or, when there are more, grouped by code and account.
+    finding_groups: Vec<FindingGroupVm>,
+    /// How many findings the game has.
+    finding_count: usize,
     missing_seq: String,
     replay_errors: usize,
     /// The evaluation graph (empty when the game was not analysed).
@@ -1105,7 +1192,17 @@ pub async fn game(
     for f in &view.findings {
         codes_at.entry(f.seq).or_default().push(f.code.clone());
     }
-    let timeline = fr
+    let window = timeline_window(fr.len(), index);
+    // A gap's link centres the next window just past the one shown.
+    let timeline_before = (window.start > 0).then(|| TlGapVm {
+        count: window.start,
+        href: href(window.start.saturating_sub(TIMELINE_MAX / 2)),
+    });
+    let timeline_after = (window.end < fr.len()).then(|| TlGapVm {
+        count: fr.len() - window.end,
+        href: href((window.end + TIMELINE_MAX / 2).min(fr.len() - 1)),
+    });
+    let timeline = fr[window]
         .iter()
         .map(|f| TlVm {
             seq: f.seq,
@@ -1208,7 +1305,19 @@ pub async fn game(
             String::new()
         },
         timeline,
-        findings: view.findings.iter().map(|f| finding_vm(&id, f)).collect(),
+        timeline_before,
+        timeline_after,
+        findings: if view.findings.len() <= FINDINGS_MAX {
+            view.findings.iter().map(|f| finding_vm(&id, f)).collect()
+        } else {
+            Vec::new()
+        },
+        finding_groups: if view.findings.len() > FINDINGS_MAX {
+            finding_groups(&id, &view.findings)
+        } else {
+            Vec::new()
+        },
+        finding_count: view.findings.len(),
         missing_seq,
         replay_errors: fr.iter().filter(|f| f.tone == Tone::Error).count(),
         eval_graph: analysis.graph,

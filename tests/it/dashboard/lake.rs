@@ -711,3 +711,104 @@ fn the_game_and_account_pages_show_the_engine_analysis() {
     assert_eq!(page.matches("class=\"dist\"").count(), 2);
     assert!(page.contains("this account:"));
 }
+
+/// A client that sends a thousand rejected moves makes a game of over a thousand events: its page
+/// lists a window of the timeline around the current event with links over the rest, and its
+/// findings grouped by code and account, instead of every event and finding (50,000 such events
+/// made a page of 26 MB).
+#[test]
+fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
+    use super::common::{SampleIds, TempDir, TestApp, body};
+    use vigie::serve::users::Role;
+    const SPAM: usize = 1_200;
+    let dir = TempDir::new("long-game-page");
+    // A draughts game of the sample with SPAM rejected attempts after its third event, the later
+    // events' seq and time moved on to make room.
+    let game = crate::replay::sample_game("d10-", 0);
+    let id = game[0]["game"].as_str().unwrap().to_owned();
+    let mover = game[3]["player"].clone();
+    let mut lines: Vec<serde_json::Value> = game[..3].to_vec();
+    for _ in 0..SPAM {
+        let mut v = game[2].clone();
+        v["player"] = mover.clone();
+        v["move"] = "1-2".into();
+        v["status"] = "rejected".into();
+        v["reason"] = "illegal".into();
+        lines.push(v);
+    }
+    lines.extend(game[3..].iter().cloned());
+    for (seq, v) in lines.iter_mut().enumerate() {
+        v["seq"] = seq.into();
+    }
+    let input = dir.0.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("spam.jsonl"),
+        crate::replay::relink(&lines) + "\n",
+    )
+    .unwrap();
+    let lake = dir.0.join("lake");
+    crate::common::quiet_ingest(&lake, &input);
+    crate::common::quiet_replay(&lake);
+    let findings: usize = crate::common::sql_first(
+        &lake,
+        &format!("SELECT count(*) FROM findings WHERE game = '{id}'"),
+    )
+    .parse()
+    .unwrap();
+    assert!(findings >= SPAM, "{findings} findings");
+    let app = TestApp::with_ids(&dir.0, SampleIds::default());
+    let (cookie, _) = app.session("rita", Role::Reviewer);
+    let rt = runtime();
+    let get = |path: String| rt.block_on(async { body(app.get(&path, Some(&cookie)).await).await });
+    let items = |page: &str| page.matches("<li id=\"ev-").count();
+    let total = lines.len();
+
+    // The first event: the first 500 events, and a link over the rest.
+    let page = get(format!("/game/{id}"));
+    assert_eq!(items(&page), 500);
+    assert!(page.contains("id=\"ev-0\""));
+    assert!(!page.contains("id=\"tl-before\""));
+    assert!(
+        page.contains(&format!("▼ {} later events", total - 500)),
+        "no link over the later events"
+    );
+    // The findings grouped: one row for the spam, with its count and first and last seq.
+    assert!(page.contains("id=\"finding-groups\""));
+    assert!(page.contains(&format!("{findings} findings, grouped")));
+    assert!(page.contains(&format!("<td class=\"num\">{SPAM}</td>")));
+    let groups = page
+        .split("id=\"finding-groups\"")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        groups.contains("?seq=3\">3</a>")
+            && groups.contains(&format!("?seq={0}\">{0}</a>", SPAM + 2)),
+        "{}",
+        &groups[..groups.len().min(3000)]
+    );
+    assert!(page.len() < 300_000, "a page of {} bytes", page.len());
+
+    // The link over the later events shows the next 500, just after.
+    let after = page
+        .split("id=\"tl-after\"><a href=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .replace("&#x3f;", "?")
+        .replace("&#x3d;", "=");
+    let next = get(after);
+    assert_eq!(items(&next), 500);
+    assert!(next.contains("id=\"ev-500\"") && next.contains("id=\"ev-999\""));
+    assert!(!next.contains("id=\"ev-499\"") && !next.contains("id=\"ev-1000\""));
+    assert!(next.contains("▲ 500 earlier events"));
+
+    // An event in the middle is in its own window, marked current; the last event ends one.
+    let mid = get(format!("/game/{id}?seq=700"));
+    assert_eq!(items(&mid), 500);
+    assert!(mid.contains("<li id=\"ev-700\" class=\"tl tone-") && mid.contains("aria-current"));
+    let last = get(format!("/game/{id}?seq={}", total - 1));
+    assert_eq!(items(&last), 500);
+    assert!(last.contains(&format!("id=\"ev-{}\"", total - 1)));
+    assert!(!last.contains("id=\"tl-after\""));
+}
