@@ -99,6 +99,23 @@ hits AS (
     SELECT *, give_up_rate * stake_share AS baseline,
            binomial_at_least(payer_gave_up_cheaply, games, give_up_rate * stake_share) AS p_value
     FROM shares
+),
+-- The evidence a reviewer opens: the games the payer gave up cheaply to the partner, each at the
+-- departure or timeout that gave it up (as `gave_up_cheaply` counts them: 20 plies is
+-- CHEAP_GIVE_UP_PLIES).
+given AS (
+    SELECT g.account AS given_by, g.opponent AS given_to,
+           array_agg(concat(g.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, g.game) AS refs,
+           min(d.ts) AS first_seen, max(d.ts) AS last_seen
+    FROM game_players g
+    JOIN (SELECT DISTINCT payer, payee FROM hits WHERE p_value <= ${max_p}) h
+      ON g.account = h.payer AND g.opponent = h.payee
+    JOIN departures d ON d.game = g.game AND d.player = g.account AND d.decisive
+    WHERE g.quit_balance IS NOT NULL AND (g.quit_balance >= 0 OR g.game_moves < 20)
+      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
+      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY g.account, g.opponent
 )
 -- Each hit flags both accounts of the pair (the payer and the payee): one pass over the hits, two roles.
 SELECT CASE WHEN r.role = 'payer' THEN payer ELSE payee END AS account, '30d' AS "window",
@@ -107,6 +124,8 @@ SELECT CASE WHEN r.role = 'payer' THEN payer ELSE payee END AS account, '30d' AS
        payee_gave_up_cheaply, platform_rate, payer_rate_with_others, give_up_rate, cheap_min_stake,
        platform_stake_share, payer_games_at_stake_with_others, payer_games_with_others, stake_share,
        baseline AS baseline_rate, p_value, max_stake, shared_devices, shared_ips,
-       ${min_gave_up} AS min__payer_gave_up_cheaply, ${max_p} AS max__p_value
+       ${min_gave_up} AS min__payer_gave_up_cheaply, ${max_p} AS max__p_value,
+       e.refs, e.first_seen, e.last_seen
 FROM hits CROSS JOIN (VALUES ('payer'), ('payee')) AS r(role)
+LEFT JOIN given e ON e.given_by = hits.payer AND e.given_to = hits.payee
 WHERE p_value <= ${max_p}

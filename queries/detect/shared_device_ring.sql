@@ -21,7 +21,7 @@
 -- param min_device_games = 2 : games from the device, for a member that never met another
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
-    SELECT game, account, device FROM game_players
+    SELECT game, account, device, started_at FROM game_players
     WHERE started_at >= ${window_end} - INTERVAL '30 days'
       -- A game's partition is its start date: older partitions are not even listed.
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
@@ -79,6 +79,22 @@ from_device AS (
     SELECT r.account, r.device, count(DISTINCT r.game) AS device_games
     FROM recent r JOIN rings g ON g.device = r.device
     GROUP BY r.account, r.device
+),
+-- The evidence a reviewer opens: each member's games with another account of the ring or from the
+-- ring's device, at their start (seq 0: the seats, with their devices and ips), by time.
+evidence AS (
+    SELECT x.account, x.device,
+           array_agg(concat(x.game, ':0') ORDER BY x.started_at, x.game) AS refs,
+           min(x.started_at) AS first_seen, max(x.started_at) AS last_seen
+    FROM (
+        SELECT DISTINCT r.account, m.device, r.game, r.started_at
+        FROM recent r
+        JOIN members m ON m.account = r.account
+        JOIN rings g ON g.device = m.device
+        LEFT JOIN ring_games rg ON rg.game = r.game AND rg.device = m.device
+        WHERE r.device = m.device OR rg.game IS NOT NULL
+    ) x
+    GROUP BY x.account, x.device
 )
 SELECT m.account, '30d' AS "window",
        CAST(coalesce(b.ring_partners, 0) AS DOUBLE) + m.accounts AS score,
@@ -91,11 +107,13 @@ SELECT m.account, '30d' AS "window",
        -- The thresholds the account met: its own meetings, or the ring's and its games from the device.
        CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN ${min_games} END AS min__games_with_ring,
        CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_games} END AS min__ring_games_on_device,
-       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device
+       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device,
+       e.refs, e.first_seen, e.last_seen
 FROM members m
 JOIN rings g ON g.device = m.device
 JOIN ranked k ON k.device = m.device
 LEFT JOIN met_by b ON b.account = m.account AND b.device = m.device
 LEFT JOIN from_device d ON d.account = m.account AND d.device = m.device
+LEFT JOIN evidence e ON e.account = m.account AND e.device = m.device
 WHERE coalesce(b.games_with_ring, 0) >= ${min_games}
    OR (g.ring_games_on_device >= ${min_games} AND coalesce(d.device_games, 0) >= ${min_device_games})

@@ -70,6 +70,23 @@ hits AS (
     FROM tested
     WHERE (p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
        OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall)
+),
+-- The evidence a reviewer opens: the slow moves while losing of the games of the window, as the
+-- replay counts them (`game_players.slow_losing_moves`: accepted, played by the player and not a
+-- pass, balance below 0, at least 80 % of the clock), by time.
+slow AS (
+    SELECT m.player AS slow_by,
+           array_agg(concat(m.game, ':', CAST(m.seq AS VARCHAR)) ORDER BY m.ts, m.game, m.seq) AS refs,
+           min(m.ts) AS first_seen, max(m.ts) AS last_seen
+    FROM moves m
+    JOIN game_players g ON g.game = m.game AND g.account = m.player
+    WHERE m.player IN (SELECT account FROM hits)
+      AND m.accepted AND NOT m.auto AND m.action <> 'pass' AND m.balance < 0
+      AND CAST(m.think_ms AS DOUBLE) >= 0.8 * CAST(m.limit_ms AS DOUBLE)
+      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
+      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      AND m.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY m.player
 )
 SELECT account, "window",
        -log10(greatest(CASE WHEN on_all THEN p_value ELSE p_value_prestall END, 1e-300)) AS score,
@@ -87,5 +104,7 @@ SELECT account, "window",
        CASE WHEN on_all THEN ${max_p} END AS max__p_value,
        CASE WHEN on_all THEN ${min_ratio} END AS min__ratio_to_baseline,
        CASE WHEN NOT on_all THEN ${max_p} END AS max__p_value_prestall,
-       CASE WHEN NOT on_all THEN ${min_ratio_prestall} END AS min__ratio_to_baseline_prestall
+       CASE WHEN NOT on_all THEN ${min_ratio_prestall} END AS min__ratio_to_baseline_prestall,
+       e.refs, e.first_seen, e.last_seen
 FROM hits
+LEFT JOIN slow e ON e.slow_by = hits.account

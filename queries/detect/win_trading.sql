@@ -54,15 +54,35 @@ hits AS (
     SELECT *, greatest(2.0 * platform_rate, pair_rate_with_others) AS baseline,
            binomial_at_least(gave_up_cheaply, games, least(greatest(2.0 * platform_rate, pair_rate_with_others), 1.0)) AS p_value
     FROM t
+),
+-- The evidence a reviewer opens: the pair's games either of them gave up cheaply to the other, each
+-- at the departure or timeout that gave it up (as `gave_up_cheaply` counts them: 20 plies is
+-- CHEAP_GIVE_UP_PLIES).
+given AS (
+    SELECT h.pa, h.pb,
+           array_agg(concat(g.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, g.game) AS refs,
+           min(d.ts) AS first_seen, max(d.ts) AS last_seen
+    FROM (SELECT a AS giver, b AS taker, a AS pa, b AS pb FROM hits WHERE p_value <= ${max_p}
+          UNION ALL
+          SELECT b AS giver, a AS taker, a AS pa, b AS pb FROM hits WHERE p_value <= ${max_p}) h
+    JOIN game_players g ON g.account = h.giver AND g.opponent = h.taker
+    JOIN departures d ON d.game = g.game AND d.player = g.account AND d.decisive
+    WHERE g.quit_balance IS NOT NULL AND (g.quit_balance >= 0 OR g.game_moves < 20)
+      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
+      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY h.pa, h.pb
 )
 SELECT acc AS account, '30d' AS "window", -log10(greatest(p_value, 1e-300)) AS score, partner,
        rated_games, games, gave_up_cheaply, a_gave_up_cheaply, b_gave_up_cheaply, a_wins, b_wins, result_switches,
        platform_rate, pair_rate_with_others, baseline AS baseline_rate, p_value,
-       ${min_games} AS min__games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value
+       ${min_games} AS min__games, ${min_gave_up} AS min__gave_up_cheaply, ${max_p} AS max__p_value,
+       e.refs, e.first_seen, e.last_seen
 FROM (
     -- Both accounts of the pair, from one pass over the hits.
     SELECT CASE WHEN s.side = 'a' THEN h.a ELSE h.b END AS acc,
            CASE WHEN s.side = 'a' THEN h.b ELSE h.a END AS partner, h.*
     FROM hits h CROSS JOIN (VALUES ('a'), ('b')) AS s(side)
-)
+) x
+LEFT JOIN given e ON e.pa = x.a AND e.pb = x.b
 WHERE p_value <= ${max_p}
