@@ -101,21 +101,20 @@ hits AS (
     FROM shares
 ),
 -- The evidence a reviewer opens: the games the payer gave up cheaply to the partner, each at the
--- departure or timeout that gave it up (as `gave_up_cheaply` counts them: 20 plies is
--- CHEAP_GIVE_UP_PLIES).
+-- departure or timeout that gave it up (its balance and ply are the game's `quit_balance` and, the
+-- game ending there, `game_moves`: 20 plies is CHEAP_GIVE_UP_PLIES), of the games started in the
+-- window (read from `departures` alone: it holds a row per departure, `game_players` one per seat).
 given AS (
-    SELECT g.account AS given_by, g.opponent AS given_to,
-           array_agg(concat(g.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, g.game) AS refs,
+    SELECT d.player AS given_by, d.beneficiary AS given_to,
+           array_agg(concat(d.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, d.game) AS refs,
            min(d.ts) AS first_seen, max(d.ts) AS last_seen
-    FROM game_players g
+    FROM departures d
     JOIN (SELECT DISTINCT payer, payee FROM hits WHERE p_value <= ${max_p}) h
-      ON g.account = h.payer AND g.opponent = h.payee
-    JOIN departures d ON d.game = g.game AND d.player = g.account AND d.decisive
-    WHERE g.quit_balance IS NOT NULL AND (g.quit_balance >= 0 OR g.game_moves < 20)
-      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
-      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      ON d.player = h.payer AND d.beneficiary = h.payee
+    WHERE d.decisive AND (d.balance >= 0 OR d.ply < 20)
+      AND d.ts >= ${window_end} - INTERVAL '30 days'
       AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-    GROUP BY g.account, g.opponent
+    GROUP BY d.player, d.beneficiary
 )
 -- Each hit flags both accounts of the pair (the payer and the payee): one pass over the hits, two roles.
 SELECT CASE WHEN r.role = 'payer' THEN payer ELSE payee END AS account, '30d' AS "window",

@@ -71,22 +71,22 @@ hits AS (
     WHERE (p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
        OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall)
 ),
--- The evidence a reviewer opens: the slow moves while losing of the games of the window, as the
--- replay counts them (`game_players.slow_losing_moves`: accepted, played by the player and not a
--- pass, balance below 0, at least 80 % of the clock), by time.
+-- The evidence a reviewer opens: the slow moves while losing of the games started in the window, as
+-- the replay lists them per game (`game_players.slow_losing_refs`, null in rows an older Vigie
+-- wrote), by time: joined as text like manipulation_attempts' tamper_refs (game ids have no
+-- spaces; aggregating the lists themselves made DataFusion account each value at the size of its
+-- whole source buffer).
 slow AS (
-    SELECT m.player AS slow_by,
-           array_agg(concat(m.game, ':', CAST(m.seq AS VARCHAR)) ORDER BY m.ts, m.game, m.seq) AS refs,
-           min(m.ts) AS first_seen, max(m.ts) AS last_seen
-    FROM moves m
-    JOIN game_players g ON g.game = m.game AND g.account = m.player
-    WHERE m.player IN (SELECT account FROM hits)
-      AND m.accepted AND NOT m.auto AND m.action <> 'pass' AND m.balance < 0
-      AND CAST(m.think_ms AS DOUBLE) >= 0.8 * CAST(m.limit_ms AS DOUBLE)
-      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
-      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-      AND m.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-    GROUP BY m.player
+    SELECT account AS slow_by,
+           string_to_array(string_agg(array_to_string(slow_losing_refs, ' '), ' ' ORDER BY slow_losing_first, game), ' ') AS refs,
+           min(slow_losing_first) AS first_seen, max(slow_losing_last) AS last_seen
+    FROM game_players
+    WHERE account IN (SELECT account FROM hits) AND slow_losing_moves > 0
+      AND slow_losing_refs IS NOT NULL
+      AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
+      -- A game's partition is its start date: older partitions are not even listed.
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY account
 )
 SELECT account, "window",
        -log10(greatest(CASE WHEN on_all THEN p_value ELSE p_value_prestall END, 1e-300)) AS score,

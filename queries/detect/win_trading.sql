@@ -56,20 +56,19 @@ hits AS (
     FROM t
 ),
 -- The evidence a reviewer opens: the pair's games either of them gave up cheaply to the other, each
--- at the departure or timeout that gave it up (as `gave_up_cheaply` counts them: 20 plies is
--- CHEAP_GIVE_UP_PLIES).
+-- at the departure or timeout that gave it up (its balance and ply are the game's `quit_balance`
+-- and, the game ending there, `game_moves`: 20 plies is CHEAP_GIVE_UP_PLIES), of the games started
+-- in the window (read from `departures` alone, as chip_dumping does).
 given AS (
     SELECT h.pa, h.pb,
-           array_agg(concat(g.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, g.game) AS refs,
+           array_agg(concat(d.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, d.game) AS refs,
            min(d.ts) AS first_seen, max(d.ts) AS last_seen
     FROM (SELECT a AS giver, b AS taker, a AS pa, b AS pb FROM hits WHERE p_value <= ${max_p}
           UNION ALL
           SELECT b AS giver, a AS taker, a AS pa, b AS pb FROM hits WHERE p_value <= ${max_p}) h
-    JOIN game_players g ON g.account = h.giver AND g.opponent = h.taker
-    JOIN departures d ON d.game = g.game AND d.player = g.account AND d.decisive
-    WHERE g.quit_balance IS NOT NULL AND (g.quit_balance >= 0 OR g.game_moves < 20)
-      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
-      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    JOIN departures d ON d.player = h.giver AND d.beneficiary = h.taker
+    WHERE d.decisive AND (d.balance >= 0 OR d.ply < 20)
+      AND d.ts >= ${window_end} - INTERVAL '30 days'
       AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
     GROUP BY h.pa, h.pb
 )

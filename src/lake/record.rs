@@ -134,6 +134,28 @@ impl Cell for Vec<String> {
     }
 }
 
+impl Cell for Option<Vec<String>> {
+    type Builder = ListBuilder<StringBuilder>;
+    fn data_type() -> DataType {
+        <Vec<String> as Cell>::data_type()
+    }
+    fn nullable() -> bool {
+        true
+    }
+    fn builder() -> ListBuilder<StringBuilder> {
+        ListBuilder::new(StringBuilder::new())
+    }
+    fn append(&self, b: &mut ListBuilder<StringBuilder>) {
+        match self {
+            Some(v) => v.append(b),
+            None => b.append(false),
+        }
+    }
+    fn finish(b: &mut ListBuilder<StringBuilder>) -> ArrayRef {
+        Arc::new(b.finish())
+    }
+}
+
 /// Declares a derived table's row type.
 ///
 /// ```ignore

@@ -226,6 +226,12 @@ row_table! {
         other_moves_prestall: Option<i64>,
         /// Of those, slow ones (null in rows an older Vigie wrote).
         slow_other_moves_prestall: Option<i64>,
+        /// The slow moves while losing as `game:seq`, in seq order: the evidence the `stalling` rule shows (null in rows an older Vigie wrote).
+        slow_losing_refs: Option<Vec<String>>,
+        /// Timestamp of the first slow move while losing.
+        slow_losing_first: Option<Ts>,
+        /// Timestamp of the last slow move while losing.
+        slow_losing_last: Option<Ts>,
         /// Coefficient of variation of the think times of this game (null under 2 timed moves).
         think_cv: Option<f64>,
         /// Median, over the windows of 14 consecutive timed moves of this game, of their coefficient of variation (null under 14).
@@ -362,6 +368,10 @@ pub struct MoveFacts {
     pub slow_other_moves: i64,
     pub other_moves_prestall: i64,
     pub slow_other_moves_prestall: i64,
+    /// The slow moves while losing as `game:seq`, in seq order.
+    pub slow_losing_refs: Vec<String>,
+    pub slow_losing_first: Option<Ts>,
+    pub slow_losing_last: Option<Ts>,
     pub think_cv: Option<f64>,
     pub think_cv14: Option<f64>,
     pub think_median_ms: Option<f64>,
@@ -436,6 +446,11 @@ impl MoveFacts {
             if m.balance.is_some_and(|b| b < 0.0) {
                 f.losing_moves += 1;
                 f.slow_losing_moves += i64::from(slow);
+                if slow {
+                    f.slow_losing_refs.push(format!("{}:{}", m.game, m.seq));
+                    f.slow_losing_first = f.slow_losing_first.or(Some(m.ts));
+                    f.slow_losing_last = Some(m.ts);
+                }
                 stalled |= slow;
             } else {
                 f.other_moves += 1;
@@ -529,6 +544,12 @@ mod tests {
             (1, 1, 100.0)
         );
         assert_eq!((f.losing_moves, f.slow_losing_moves), (2, 1));
+        // The slow move while losing is the stalling rule's evidence; the instant one is not.
+        assert_eq!(f.slow_losing_refs, ["g:22"]);
+        assert_eq!(
+            (f.slow_losing_first, f.slow_losing_last),
+            (Some(Ts(22_000)), Some(Ts(22_000)))
+        );
         assert_eq!((f.other_moves, f.slow_other_moves), (16, 0));
         let think: Vec<f64> = (0..16)
             .map(|i| 1000.0 + 100.0 * i as f64)

@@ -76,6 +76,44 @@ fn the_independent_sample_replays_without_any_finding() {
     );
 }
 
+/// Each seat of the sample lake lists its slow moves while losing (the `stalling` rule's evidence),
+/// one per move its count says, and each listed move is one: accepted, played by the player, while
+/// losing, at 80 % of the clock or more.
+#[test]
+fn each_seat_lists_its_slow_moves_while_losing() {
+    let lake = sample_lake();
+    let q = |sql: &str| sql_first(lake, sql);
+    assert_eq!(
+        q(
+            "SELECT count(*) FROM game_players WHERE slow_losing_refs IS NULL \
+           OR cardinality(slow_losing_refs) <> slow_losing_moves"
+        ),
+        "0"
+    );
+    let listed: i64 = q("SELECT sum(slow_losing_moves) FROM game_players")
+        .parse()
+        .unwrap();
+    assert!(
+        listed > 0,
+        "the sample has no slow move while losing to list"
+    );
+    let moves = q(
+        "SELECT count(*) FROM (SELECT unnest(slow_losing_refs) AS r, account FROM game_players) x \
+         JOIN moves m ON concat(m.game, ':', CAST(m.seq AS VARCHAR)) = x.r AND m.player = x.account \
+         WHERE m.accepted AND NOT m.auto AND m.balance < 0 \
+           AND CAST(m.think_ms AS DOUBLE) >= 0.8 * CAST(m.limit_ms AS DOUBLE)",
+    );
+    assert_eq!(moves, listed.to_string());
+    // And the first and last of them are timed.
+    assert_eq!(
+        q(
+            "SELECT count(*) FROM game_players WHERE slow_losing_moves > 0 \
+           AND (slow_losing_first IS NULL OR slow_losing_last < slow_losing_first)"
+        ),
+        "0"
+    );
+}
+
 /// The lines of one game of the sample, as JSON values.
 pub fn sample_game(prefix: &str, nth: usize) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(shared_sample()).unwrap();
