@@ -442,13 +442,30 @@ fn attempt_summary(who: &str, what: &str, e: &Event) -> (String, Tone) {
     match e.attempt() {
         Some(a) if !a.accepted() => (
             format!(
-                "{who} {what} — rejected ({})",
+                "{who} {what} · {} — rejected ({})",
+                think_text(a.think_ms),
                 a.reason.map_or("no reason", |r| r.as_str())
             ),
             Tone::Rejected,
         ),
         Some(a) if a.is_auto() => (format!("{who} {what} (automatic)"), Tone::Normal),
-        _ => (format!("{who} {what}"), Tone::Normal),
+        Some(a) => (
+            format!("{who} {what} · {}", think_text(a.think_ms)),
+            Tone::Normal,
+        ),
+        None => (format!("{who} {what}"), Tone::Normal),
+    }
+}
+
+/// A think time as a reviewer reads it beside a move (bot-like steadiness, stalling): `850 ms`,
+/// `4.2 s`, `2 min 05 s`.
+fn think_text(ms: i64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1_000.0)
+    } else {
+        format!("{} min {:02} s", ms / 60_000, ms % 60_000 / 1_000)
     }
 }
 

@@ -390,3 +390,39 @@ fn independent_sample_log_replays_without_errors() {
         }
     }
 }
+
+/// Every attempt a player made says how long the player thought (what a reviewer weighs for
+/// bot-like steadiness or stalling); the server's automatic moves say they were automatic.
+#[test]
+fn each_attempt_says_its_think_time() {
+    let mut seen = [0usize; 3];
+    for g in lake_games() {
+        let fr = frames(g);
+        for (f, e) in fr.iter().zip(&g.events) {
+            let Some(a) = e.event.attempt() else {
+                continue;
+            };
+            if a.is_auto() {
+                assert!(f.summary.contains("(automatic)"), "{}", f.summary);
+                continue;
+            }
+            let ms = a.think_ms;
+            let want = if ms < 1_000 {
+                format!(" · {ms} ms")
+            } else if ms < 60_000 {
+                format!(" · {:.1} s", ms as f64 / 1_000.0)
+            } else {
+                format!(" · {} min {:02} s", ms / 60_000, ms % 60_000 / 1_000)
+            };
+            assert!(
+                f.summary.contains(&want),
+                "{} seq {}: {} lacks {want}",
+                g.summary.id,
+                f.seq,
+                f.summary
+            );
+            seen[usize::from(ms >= 1_000) + usize::from(ms >= 60_000)] += 1;
+        }
+    }
+    assert!(seen[0] > 0 && seen[1] > 0, "{seen:?}");
+}
