@@ -100,21 +100,20 @@ hits AS (
            binomial_at_least(payer_gave_up_cheaply, games, give_up_rate * stake_share) AS p_value
     FROM shares
 ),
--- The evidence a reviewer opens: the games the payer gave up cheaply to the partner, each at the
+-- The evidence a reviewer opens: the games each account gave up cheaply to another, each at the
 -- departure or timeout that gave it up (its balance and ply are the game's `quit_balance` and, the
 -- game ending there, `game_moves`: 20 plies is CHEAP_GIVE_UP_PLIES), of the games started in the
--- window (read from `departures` alone: it holds a row per departure, `game_players` one per seat).
+-- window. Read from `departures` alone and for every pair (a filter on the hits would compute them
+-- twice: DataFusion inlines each use of a WITH table); the hits take theirs below.
 given AS (
-    SELECT d.player AS given_by, d.beneficiary AS given_to,
-           array_agg(concat(d.game, ':', CAST(d.seq AS VARCHAR)) ORDER BY d.ts, d.game) AS refs,
-           min(d.ts) AS first_seen, max(d.ts) AS last_seen
-    FROM departures d
-    JOIN (SELECT DISTINCT payer, payee FROM hits WHERE p_value <= ${max_p}) h
-      ON d.player = h.payer AND d.beneficiary = h.payee
-    WHERE d.decisive AND (d.balance >= 0 OR d.ply < 20)
-      AND d.ts >= ${window_end} - INTERVAL '30 days'
-      AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-    GROUP BY d.player, d.beneficiary
+    SELECT player AS given_by, beneficiary AS given_to,
+           array_agg(concat(game, ':', CAST(seq AS VARCHAR)) ORDER BY ts, game) AS refs,
+           min(ts) AS first_seen, max(ts) AS last_seen
+    FROM departures
+    WHERE decisive AND beneficiary IS NOT NULL AND (balance >= 0 OR ply < 20)
+      AND ts >= ${window_end} - INTERVAL '30 days'
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY player, beneficiary
 )
 -- Each hit flags both accounts of the pair (the payer and the payee): one pass over the hits, two roles.
 SELECT CASE WHEN r.role = 'payer' THEN payer ELSE payee END AS account, '30d' AS "window",

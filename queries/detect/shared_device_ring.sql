@@ -21,9 +21,16 @@
 -- param min_device_games = 2 : games from the device, for a member that never met another
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
-    SELECT game, account, device, started_at FROM game_players
+    SELECT game, account, device FROM game_players
     WHERE started_at >= ${window_end} - INTERVAL '30 days'
       -- A game's partition is its start date: older partitions are not even listed.
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+),
+-- The same with each game's start, for the evidence (only where it is listed: each use of a WITH
+-- table is a read of its own).
+recent_at AS (
+    SELECT game, account, device, started_at FROM game_players
+    WHERE started_at >= ${window_end} - INTERVAL '30 days'
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
 ),
 -- How unusual: every device of the window ranked by its number of accounts (the share of the
@@ -51,8 +58,8 @@ members AS (
 -- game), where at least two of them met (a second read of the window, joined to the few members).
 ring_games AS (
     SELECT r.game, m.device, max(m.accounts) AS accounts, array_agg(DISTINCT r.account) AS seated,
-           count(*) FILTER (WHERE r.device = m.device) AS on_device
-    FROM recent r JOIN members m ON m.account = r.account
+           count(*) FILTER (WHERE r.device = m.device) AS on_device, max(r.started_at) AS started_at
+    FROM recent_at r JOIN members m ON m.account = r.account
     GROUP BY r.game, m.device
     HAVING count(DISTINCT r.account) >= 2
 ),
@@ -65,36 +72,26 @@ rings AS (
     FROM ring_games GROUP BY device
 ),
 seats AS (
-    SELECT game, device, accounts, seated, unnest(seated) AS account FROM ring_games
+    SELECT game, device, accounts, seated, started_at, unnest(seated) AS account FROM ring_games
 ),
 met AS (
-    SELECT game, device, accounts, account, unnest(array_remove(seated, account)) AS partner FROM seats
+    SELECT game, device, accounts, account, started_at, unnest(array_remove(seated, account)) AS partner FROM seats
 ),
 met_by AS (
-    SELECT account, device, count(DISTINCT partner) AS ring_partners, count(DISTINCT game) AS games_with_ring
+    SELECT account, device, count(DISTINCT partner) AS ring_partners, count(DISTINCT game) AS games_with_ring,
+           -- The evidence, most telling first: the games where it met the ring, by time (one row per partner).
+           array_distinct(array_agg(concat(game, ':0') ORDER BY started_at, game)) AS ring_refs,
+           min(started_at) AS ring_first, max(started_at) AS ring_last
     FROM met GROUP BY account, device
 ),
 -- Each member's games played from the ring's device.
 from_device AS (
-    SELECT r.account, r.device, count(DISTINCT r.game) AS device_games
-    FROM recent r JOIN rings g ON g.device = r.device
+    SELECT r.account, r.device, count(DISTINCT r.game) AS device_games,
+           -- Then its games from the device, by time (an account sits once in a game).
+           array_agg(concat(r.game, ':0') ORDER BY r.started_at, r.game) AS device_refs,
+           min(r.started_at) AS device_first, max(r.started_at) AS device_last
+    FROM recent_at r JOIN rings g ON g.device = r.device
     GROUP BY r.account, r.device
-),
--- The evidence a reviewer opens: each member's games with another account of the ring or from the
--- ring's device, at their start (seq 0: the seats, with their devices and ips), by time.
-evidence AS (
-    SELECT x.account, x.device,
-           array_agg(concat(x.game, ':0') ORDER BY x.started_at, x.game) AS refs,
-           min(x.started_at) AS first_seen, max(x.started_at) AS last_seen
-    FROM (
-        SELECT DISTINCT r.account, m.device, r.game, r.started_at
-        FROM recent r
-        JOIN members m ON m.account = r.account
-        JOIN rings g ON g.device = m.device
-        LEFT JOIN ring_games rg ON rg.game = r.game AND rg.device = m.device
-        WHERE r.device = m.device OR rg.game IS NOT NULL
-    ) x
-    GROUP BY x.account, x.device
 )
 SELECT m.account, '30d' AS "window",
        CAST(coalesce(b.ring_partners, 0) AS DOUBLE) + m.accounts AS score,
@@ -108,12 +105,17 @@ SELECT m.account, '30d' AS "window",
        CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN ${min_games} END AS min__games_with_ring,
        CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_games} END AS min__ring_games_on_device,
        CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device,
-       e.refs, e.first_seen, e.last_seen
+       -- The evidence a reviewer opens, each game at its start (seq 0: the seats with their devices
+       -- and ips): the games where it met another account of the ring, on whatever device, then
+       -- its other games from the ring's device.
+       CASE WHEN b.ring_refs IS NULL THEN d.device_refs
+            WHEN d.device_refs IS NULL THEN b.ring_refs
+            ELSE array_union(b.ring_refs, d.device_refs) END AS refs,
+       least(b.ring_first, d.device_first) AS first_seen, greatest(b.ring_last, d.device_last) AS last_seen
 FROM members m
 JOIN rings g ON g.device = m.device
 JOIN ranked k ON k.device = m.device
 LEFT JOIN met_by b ON b.account = m.account AND b.device = m.device
 LEFT JOIN from_device d ON d.account = m.account AND d.device = m.device
-LEFT JOIN evidence e ON e.account = m.account AND e.device = m.device
 WHERE coalesce(b.games_with_ring, 0) >= ${min_games}
    OR (g.ring_games_on_device >= ${min_games} AND coalesce(d.device_games, 0) >= ${min_device_games})
