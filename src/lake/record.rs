@@ -143,7 +143,7 @@ impl Cell for Option<Vec<String>> {
         true
     }
     fn builder() -> ListBuilder<StringBuilder> {
-        ListBuilder::new(StringBuilder::new())
+        <Vec<String> as Cell>::builder()
     }
     fn append(&self, b: &mut ListBuilder<StringBuilder>) {
         match self {
@@ -152,7 +152,7 @@ impl Cell for Option<Vec<String>> {
         }
     }
     fn finish(b: &mut ListBuilder<StringBuilder>) -> ArrayRef {
-        Arc::new(b.finish())
+        <Vec<String> as Cell>::finish(b)
     }
 }
 
