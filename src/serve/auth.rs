@@ -30,6 +30,7 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::access::{Access, AccessTable, NavEntry};
 pub(crate) use super::context::client_ip;
+use super::context::percent_encode;
 pub use super::context::{ClientAddr, Ctx, CurrentUser, found, safe_next, see_other};
 use super::layout::{ErrorPage, Layout, html};
 use super::users::{self, Role};
@@ -206,18 +207,6 @@ pub struct Guard {
     pub nav: Arc<Vec<NavEntry>>,
 }
 
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Decodes one `application/x-www-form-urlencoded` component.
 pub fn form_decode(s: &str) -> String {
     let b = s.as_bytes();
@@ -321,7 +310,7 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
                 .path_and_query()
                 .map_or("/", |pq| pq.as_str())
                 .to_owned();
-            let mut loc = format!("/login?next={}", percent_encode(&target));
+            let mut loc = format!("/login?next={}", percent_encode(&target, true));
             if lookup == SessionLookup::Expired {
                 loc.push_str("&expired=1");
             }

@@ -49,6 +49,34 @@ impl<S: Send + Sync> FromRequestParts<S> for Ctx {
     }
 }
 
+/// Percent-encodes every byte of `s` but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) and, when
+/// `keep_slash`, `/`: a path segment or a query value made of any text.
+pub fn percent_encode(s: &str, keep_slash: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'~')
+            || (keep_slash && b == b'/')
+        {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The account page's path: accounts are any text but control characters (`acc/7`, `o'brien`,
+/// `ac c`), so the id is one percent-encoded segment, which axum's `Path` decodes back.
+pub fn account_href(account: &str) -> String {
+    format!("/account/{}", percent_encode(account, false))
+}
+
+/// A flag's place on its account's page.
+pub fn flag_href(account: &str, flag: &str) -> String {
+    format!("{}#flag-{flag}", account_href(account))
+}
+
 /// Whether a `next` target is a safe same-origin relative path.
 ///
 /// Browsers drop tabs and newlines anywhere in a URL and read `\\` as `/`, so

@@ -19,7 +19,7 @@ use crate::log::{Body, Kind};
 use super::AppState;
 use super::board::{board_html, esc};
 use super::charts::{self, ChartKind};
-use super::context::{Ctx, found};
+use super::context::{Ctx, account_href, flag_href, found};
 use super::data::{
     Cmp, DataError, Day, FindingCategory, QueueQuery, RULES, RecommendedAction, ReviewStatus,
     Severity,
@@ -284,7 +284,7 @@ pub async fn queue(
             QueueRowVm {
                 rank: offset + i + 1,
                 account: r.account.clone(),
-                href: format!("/account/{}", r.account),
+                href: account_href(&r.account),
                 risk: fmt_score(r.risk),
                 severity: r.max_severity.as_str().to_owned(),
                 action: r.action.as_str().to_owned(),
@@ -523,6 +523,7 @@ struct DecisionVm {
     flag: String,
     flag_title: String,
     account: String,
+    account_href: String,
     href: String,
     decision: String,
     reason: String,
@@ -622,7 +623,8 @@ fn decision_vm(
         flag: e.flag.clone(),
         flag_title: titles.get(&e.flag).cloned().unwrap_or_default(),
         account: e.account.clone(),
-        href: format!("/account/{}#flag-{}", e.account, e.flag),
+        account_href: account_href(&e.account),
+        href: flag_href(&e.account, &e.flag),
         decision: e
             .decision
             .map(|d| d.as_str().to_owned())
@@ -721,7 +723,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
                 can_claim: reviewer && r.status == ReviewStatus::Open,
                 can_decide: reviewer && r.status == ReviewStatus::Claimed && (mine || admin),
                 can_reopen: reviewer && r.status != ReviewStatus::Open,
-                return_to: format!("/account/{}#flag-{}", view.account, f.id),
+                return_to: flag_href(&view.account, &f.id),
             }
         })
         .collect();
@@ -783,7 +785,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
             .iter()
             .map(|l| LinkedVm {
                 account: l.account.clone(),
-                href: format!("/account/{}", l.account),
+                href: account_href(&l.account),
                 via: l.via.as_str().to_owned(),
                 hash: l.hash.clone(),
                 games: l.games_together,
@@ -795,7 +797,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
             .iter()
             .map(|o| OppVm {
                 account: o.account.clone(),
-                href: format!("/account/{}", o.account),
+                href: account_href(&o.account),
                 games: o.games,
                 record: format!("{}–{}", o.wins, o.losses),
                 net: format!("{:+}", o.net_stake),
@@ -1003,6 +1005,7 @@ struct GameTpl {
 
 struct AnalysedPlayerVm {
     account: String,
+    href: String,
     moves: usize,
     average_loss: String,
     best: usize,
@@ -1084,6 +1087,7 @@ fn analysis_parts(
         let hard: Vec<_> = mine.iter().filter(|j| j.hard).collect();
         players.push(AnalysedPlayerVm {
             account: p.account.clone(),
+            href: account_href(&p.account),
             moves: mine.len(),
             average_loss: format!(
                 "{:.1}",
@@ -1228,7 +1232,7 @@ pub async fn game(
         .iter()
         .map(|pl| PlayerVm {
             account: pl.account.clone(),
-            href: format!("/account/{}", pl.account),
+            href: account_href(&pl.account),
             seat: pl.seat.as_str().to_owned(),
             outcome: pl.outcome.clone().unwrap_or_default(),
             net: pl.net.map(|n| format!("{n:+}")).unwrap_or_default(),
@@ -1459,6 +1463,7 @@ struct AuditVm {
     action: String,
     flag: String,
     account: String,
+    account_href: String,
     href: String,
     reason: String,
     decision: String,
@@ -1524,7 +1529,8 @@ pub async fn audit(State(app): State<AppState>, ctx: Ctx) -> Response {
             action: e.action.as_str().to_owned(),
             flag: e.flag.clone(),
             account: e.account.clone(),
-            href: format!("/account/{}#flag-{}", e.account, e.flag),
+            account_href: account_href(&e.account),
+            href: flag_href(&e.account, &e.flag),
             reason: e.reason.clone(),
             decision: e
                 .decision

@@ -19,6 +19,7 @@ use axum::response::Response;
 
 use super::AppState;
 use super::auth::{Ctx, safe_next, see_other};
+use super::context::flag_href;
 use super::data::{Decision, FlagReview, ReviewStatus};
 use super::pages::ErrorPage;
 use super::users::Role;
@@ -186,10 +187,8 @@ async fn act(app: AppState, ctx: Ctx, id: String, action: ReviewAction, f: Actio
             format!("The action was not recorded: {e}"),
         ));
     }
-    let back = safe_next(&f.return_to).map_or_else(
-        || format!("/account/{}#flag-{}", flag.account, flag.id),
-        str::to_owned,
-    );
+    let back =
+        safe_next(&f.return_to).map_or_else(|| flag_href(&flag.account, &flag.id), str::to_owned);
     see_other(&back)
 }
 

@@ -18,6 +18,9 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// so that every variant the engine can play is accepted.
 pub const MAX_LUDO_TOKENS: i64 = 16;
 
+/// What a rejected account is told it must be ([`syntax::is_account`]).
+const ACCOUNT_SHAPE: &str = "must be 1-128 characters, none of them a control character";
+
 /// Why a line was rejected. Each variant has a stable [`Reject::code`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Reject {
@@ -282,10 +285,10 @@ impl<'a> Fields<'a> {
             .transpose()
     }
 
-    fn token(&mut self, name: &str) -> Result<String, Reject> {
+    fn account(&mut self, name: &str) -> Result<String, Reject> {
         let s = self.string(name)?;
-        if !syntax::is_token(&s) {
-            return Err(invalid(name, "must be 1-64 characters of [A-Za-z0-9._-]"));
+        if !syntax::is_account(&s) {
+            return Err(invalid(name, ACCOUNT_SHAPE));
         }
         Ok(s)
     }
@@ -467,7 +470,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
         EventType::Selection => Body::Selection(selection(f)?),
         EventType::Move => Body::Move(mv(f)?),
         EventType::Roll => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let n = f.nonneg("n")?;
             let value = f.int("value")?;
             if !(1..=6).contains(&value) {
@@ -481,7 +484,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
         }
         EventType::Deal => {
             let deal = f.nonneg("deal")?;
-            let dealer = f.token("dealer")?;
+            let dealer = f.account("dealer")?;
             let hands = hands(f, 6)?;
             let turned = f.string("turned")?;
             if !syntax::is_card(&turned) {
@@ -495,7 +498,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
             })
         }
         EventType::Bid => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let deal = f.nonneg("deal")?;
             let round = f.int("round")?;
             if round != 1 && round != 2 {
@@ -529,7 +532,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
                     format!("`{trump}` is not a suit letter S, H, D or C"),
                 ));
             }
-            let taker = f.token("taker")?;
+            let taker = f.account("taker")?;
             let hands = hands(f, 16)?;
             Body::HandsCompleted(HandsCompleted {
                 deal,
@@ -539,7 +542,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
             })
         }
         EventType::Play => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let deal = f.nonneg("deal")?;
             let card = f.string("card")?;
             let announce = f.opt_enumeration(
@@ -576,7 +579,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
             })
         }
         EventType::Timeout => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let elapsed_ms = f.nonneg("elapsed_ms")?;
             let outcome = f.enumeration(
                 "outcome",
@@ -590,15 +593,15 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
             })
         }
         EventType::DrawOffer => Body::DrawOffer(DrawOffer {
-            player: f.token("player")?,
+            player: f.account("player")?,
         }),
         EventType::DrawAnswer => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let accept = f.boolean("accept")?;
             Body::DrawAnswer(DrawAnswer { player, accept })
         }
         EventType::Left => {
-            let player = f.token("player")?;
+            let player = f.account("player")?;
             let reason = f.enumeration(
                 "reason",
                 LeftReason::parse,
@@ -608,7 +611,7 @@ fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
         }
         EventType::GameEnded => {
             let result = f.string("result")?;
-            if !(syntax::is_token(&result)) {
+            if !(syntax::is_account(&result)) {
                 return Err(invalid(
                     "result",
                     "must be white, black, draw or an account",
@@ -671,7 +674,7 @@ fn attempt(f: &mut Fields<'_>) -> Result<Attempt, Reject> {
 }
 
 fn mv(f: &mut Fields<'_>) -> Result<Move, Reject> {
-    let player = f.token("player")?;
+    let player = f.account("player")?;
     let has_move = f.has("move");
     let has_token = f.has("token");
     let has_pass = f.has("pass");
@@ -756,7 +759,7 @@ struct DuelIn {
 }
 
 fn selection(f: &mut Fields<'_>) -> Result<Selection, Reject> {
-    let player = f.token("player")?;
+    let player = f.account("player")?;
     let squares: Vec<i64> = f.typed("squares", "an array of square numbers")?;
     let auto: Vec<i64> = f.typed("auto", "an array of square numbers")?;
     if squares.len() != 3 {
@@ -815,7 +818,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrderedMap<T> {
 
 fn check_accounts<T>(map: &[(String, T)], field: &str) -> Result<(), Reject> {
     for (k, _) in map {
-        if !syntax::is_token(k) {
+        if !syntax::is_account(k) {
             return Err(invalid(field, format!("`{k}` is not an account")));
         }
     }
@@ -984,11 +987,8 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
                     format!("`{}` is not a seat of {kind}", p.seat),
                 )
             })?;
-        if !syntax::is_token(&p.account) {
-            return Err(invalid(
-                format!("players[{i}].account"),
-                "must be 1-64 characters of [A-Za-z0-9._-]",
-            ));
+        if !syntax::is_account(&p.account) {
+            return Err(invalid(format!("players[{i}].account"), ACCOUNT_SHAPE));
         }
         for (name, value) in [("ip", &p.ip), ("device", &p.device)] {
             if !syntax::is_hash_text(value) {
@@ -1177,8 +1177,31 @@ mod tests {
             code(&START.replace("dv-51a0", "a\\u0007b")),
             "invalid_value"
         );
-        // Accounts keep the alphabet of ids.
-        assert_eq!(code(&START.replace("acc-1", "acc/1")), "invalid_value");
+    }
+
+    #[test]
+    fn accounts_are_any_text_without_control_characters() {
+        // The contract says only "strings such as `acc-10482`".
+        for name in ["acc/1", "ac c", "o'brien", "accé", "a\\\"b", "用户:7"] {
+            let json = serde_json::to_string(name).unwrap();
+            let text = START.replace("\"acc-1\"", &json);
+            let Body::GameStarted(g) = line(&text).unwrap().body else {
+                panic!("not a start")
+            };
+            assert_eq!(g.players[0].account, name);
+            let mv = LUDO_MOVE.replace("\"acc-1\"", &json);
+            assert_eq!(code(&mv), "ok", "{name}");
+        }
+        for bad in ["", "a\\u0007b", "a\\nb", &"x".repeat(129)] {
+            let text = START.replace("acc-1", bad);
+            assert_eq!(code(&text), "invalid_value", "{bad:?}");
+            assert_eq!(
+                code(&LUDO_MOVE.replace("acc-1", bad)),
+                "invalid_value",
+                "{bad:?}"
+            );
+        }
+        assert!(ACCOUNT_SHAPE.contains(&syntax::MAX_ACCOUNT_CHARS.to_string()));
     }
 
     #[test]

@@ -118,10 +118,14 @@ pub fn is_game_id(s: &str) -> bool {
     (1..=64).contains(&s.len()) && s.bytes().all(is_id_byte)
 }
 
-/// Accounts (`acc-10482`): held to the alphabet of game ids (1-64 characters of
-/// `[A-Za-z0-9._-]`), as the contract's examples are; they name pages and files.
-pub fn is_token(s: &str) -> bool {
-    is_game_id(s)
+/// Most characters of an account.
+pub const MAX_ACCOUNT_CHARS: usize = 128;
+
+/// Accounts: the contract says only "strings such as `acc-10482`", so any string of 1 to
+/// [`MAX_ACCOUNT_CHARS`] characters with no control character (`/`, `:`, `'`, spaces, letters of
+/// any script...). Whatever names a page or a query with one escapes it there.
+pub fn is_account(s: &str) -> bool {
+    !s.is_empty() && s.chars().count() <= MAX_ACCOUNT_CHARS && !s.chars().any(char::is_control)
 }
 
 /// Most characters of an `ip` or `device` hash.
@@ -233,6 +237,28 @@ mod tests {
         assert!(!is_game_id(""));
         assert!(!is_game_id("a b"));
         assert!(!is_game_id("é"));
+    }
+
+    #[test]
+    fn accounts_are_any_text_without_control_characters() {
+        for ok in [
+            "acc-10482",
+            "acc/x",
+            "ac c",
+            "accé",
+            "acc:7",
+            "o'brien",
+            "<b>",
+            "%2F",
+            "用户",
+        ] {
+            assert!(is_account(ok), "{ok} refused");
+        }
+        assert!(is_account(&"é".repeat(MAX_ACCOUNT_CHARS)));
+        for bad in ["", "a\nb", "a\u{1f}b", "\u{7f}", "tab\there"] {
+            assert!(!is_account(bad), "{bad:?} accepted");
+        }
+        assert!(!is_account(&"a".repeat(MAX_ACCOUNT_CHARS + 1)));
     }
 
     #[test]

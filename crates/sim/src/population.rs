@@ -572,7 +572,9 @@ mod tests {
             .collect();
         assert_eq!(devices.len(), 1);
         for a in &pop.accounts {
-            assert!(vigie_log::syntax::is_token(&a.id) && a.ip.len() == 11 && a.device.len() == 11);
+            assert!(
+                vigie_log::syntax::is_account(&a.id) && a.ip.len() == 11 && a.device.len() == 11
+            );
         }
     }
 

@@ -712,23 +712,12 @@ fn the_game_and_account_pages_show_the_engine_analysis() {
     assert!(page.contains("this account:"));
 }
 
-/// A client that sends a thousand rejected moves makes a game of over a thousand events: its page
-/// lists a window of the timeline around the current event with links over the rest, and its
-/// findings grouped by code and account, instead of every event and finding (50,000 such events
-/// made a page of 26 MB).
-#[test]
-fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
-    use super::common::{SampleIds, TempDir, TestApp, body};
-    use vigie::serve::users::Role;
-    const SPAM: usize = 1_200;
-    let dir = TempDir::new("long-game-page");
-    // A draughts game of the sample with SPAM rejected attempts after its third event, the later
-    // events' seq and time moved on to make room.
-    let game = crate::replay::sample_game("d10-", 0);
-    let id = game[0]["game"].as_str().unwrap().to_owned();
+/// A draughts game's lines with `n` rejected attempts of an impossible move (`1-2`) by the player
+/// of its fourth event inserted after its third, the later events' seq moved on to make room.
+fn with_impossible_moves(game: &[serde_json::Value], n: usize) -> Vec<serde_json::Value> {
     let mover = game[3]["player"].clone();
     let mut lines: Vec<serde_json::Value> = game[..3].to_vec();
-    for _ in 0..SPAM {
+    for _ in 0..n {
         let mut v = game[2].clone();
         v["player"] = mover.clone();
         v["move"] = "1-2".into();
@@ -740,6 +729,23 @@ fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
     for (seq, v) in lines.iter_mut().enumerate() {
         v["seq"] = seq.into();
     }
+    lines
+}
+
+/// A client that sends a thousand rejected moves makes a game of over a thousand events: its page
+/// lists a window of the timeline around the current event with links over the rest, and its
+/// findings grouped by code and account, instead of every event and finding (50,000 such events
+/// made a page of 26 MB).
+#[test]
+fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
+    use super::common::{SampleIds, TempDir, TestApp, body};
+    use vigie::serve::users::Role;
+    const SPAM: usize = 1_200;
+    let dir = TempDir::new("long-game-page");
+    // A draughts game of the sample with SPAM rejected attempts after its third event.
+    let game = crate::replay::sample_game("d10-", 0);
+    let id = game[0]["game"].as_str().unwrap().to_owned();
+    let lines = with_impossible_moves(&game, SPAM);
     let input = dir.0.join("in");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(
@@ -811,4 +817,195 @@ fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
     assert_eq!(items(&last), 500);
     assert!(last.contains(&format!("id=\"ev-{}\"", total - 1)));
     assert!(!last.contains("id=\"tl-after\""));
+}
+
+/// Renames accounts everywhere in a game's lines: values (`player`, `players[].account`,
+/// `dealer`, `taker`, `result`) and keys (`hands`, `points`, `totals`, `payouts`).
+fn rename_accounts(v: &serde_json::Value, names: &[(&str, &str)]) -> serde_json::Value {
+    use serde_json::Value;
+    let renamed = |s: &str| {
+        names
+            .iter()
+            .find(|(old, _)| *old == s)
+            .map_or_else(|| s.to_owned(), |(_, new)| (*new).to_owned())
+    };
+    match v {
+        Value::String(s) => Value::String(renamed(s)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| rename_accounts(x, names)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (renamed(k), rename_accounts(x, names)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The contract says accounts are "strings such as `acc-10482`": one with a slash, a quote, a space,
+/// `#`, `?`, `%`, `+` or markup is ingested and replayed like any other (none of its lines
+/// quarantined, no finding in a clean game), flagged by the real rules when it cheats, and its
+/// pages are reached through links that encode it: the queue, the account page, a review action's
+/// redirect back, the game page, the decisions.
+#[test]
+fn accounts_of_any_text_are_ingested_flagged_and_linked() {
+    use super::common::{SampleIds, TempDir, TestApp, body, hidden, location};
+    use axum::http::StatusCode;
+    use vigie::serve::users::Role;
+    let dir = TempDir::new("odd-accounts");
+    let cheat = "o'brien/ac c#1?x=%2F+";
+    let other = "用户:7";
+    let (bel1, bel2) = ("<b>&amp;", "a+b c");
+    // A draughts game of the sample whose white player tries three moves no client offers.
+    let game = crate::replay::sample_game("d10-", 0);
+    let id = game[0]["game"].as_str().unwrap().to_owned();
+    let seat =
+        |v: &serde_json::Value, i: usize| v["players"][i]["account"].as_str().unwrap().to_owned();
+    let (white, black) = (seat(&game[0], 0), seat(&game[0], 1));
+    let mover = game[3]["player"].as_str().unwrap().to_owned();
+    let names = [(white.as_str(), cheat), (black.as_str(), other)];
+    let lines: Vec<serde_json::Value> = with_impossible_moves(&game, 3)
+        .iter()
+        .map(|v| rename_accounts(v, &names))
+        .collect();
+    let cheater = if mover == white { cheat } else { other };
+    // A Belote match of the sample: accounts are also keys there (hands, points, payouts).
+    let belote = crate::replay::sample_game("be-", 0);
+    let belote_id = belote[0]["game"].as_str().unwrap().to_owned();
+    let belote_names = [(seat(&belote[0], 0), bel1), (seat(&belote[0], 1), bel2)];
+    let belote_names: Vec<(&str, &str)> =
+        belote_names.iter().map(|(o, n)| (o.as_str(), *n)).collect();
+    let belote: Vec<serde_json::Value> = belote
+        .iter()
+        .map(|v| rename_accounts(v, &belote_names))
+        .collect();
+    let input = dir.0.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("odd.jsonl"),
+        crate::replay::relink(&lines) + "\n" + &crate::replay::relink(&belote) + "\n",
+    )
+    .unwrap();
+    let lake = dir.0.join("lake");
+    crate::common::quiet_ingest(&lake, &input);
+    assert_eq!(crate::common::quarantine_rows(&lake), vec![]);
+    crate::common::quiet_replay(&lake);
+    let q = vigie::lake::sql::literal;
+    let count = |sql: String| -> usize { crate::common::sql_first(&lake, &sql).parse().unwrap() };
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM game_players WHERE account IN ({}, {}, {}, {})",
+            q(cheat),
+            q(other),
+            q(bel1),
+            q(bel2)
+        )),
+        4
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM findings WHERE game = {}",
+            q(&belote_id)
+        )),
+        0,
+        "the renamed Belote match replays clean"
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM findings WHERE game = {} AND (account IS NULL OR account <> {})",
+            q(&id),
+            q(cheater)
+        )),
+        0,
+        "only the cheater's attempts are findings"
+    );
+    let l = vigie::catalog::open(&lake).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    vigie::detect::run(&l, &root.join("queries/detect"), &Default::default()).unwrap();
+    let flag = crate::common::sql_first(
+        &lake,
+        &format!(
+            "SELECT flag_id FROM flags WHERE account = {} AND rule = 'manipulation_attempts'",
+            q(cheater)
+        ),
+    );
+    assert!(!flag.is_empty(), "the cheater is flagged");
+
+    let app = TestApp::with_ids(&dir.0, SampleIds::default());
+    let (cookie, csrf) = app.session("rita", Role::Reviewer);
+    let rt = runtime();
+    let get = |path: &str| {
+        rt.block_on(async {
+            let r = app.get(path, Some(&cookie)).await;
+            (r.status(), body(r).await)
+        })
+    };
+    let href = vigie::serve::context::account_href(cheater);
+    assert!(
+        href.starts_with("/account/") && !href[9..].contains(['/', '#', '?', ' ', '\'', '+']),
+        "{href}"
+    );
+    let (status, queue) = get("/queue");
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        queue.contains(&format!("href=\"{href}\"")),
+        "the queue links {href}"
+    );
+    let (status, page) = get(&href);
+    assert_eq!(status, StatusCode::OK, "{href}");
+    assert!(page.contains("Claim this flag"));
+    let back = format!("{href}#flag-{flag}");
+    assert_eq!(hidden(&page, "return_to").as_deref(), Some(back.as_str()));
+
+    // Claiming sends the reviewer back to the flag on that page, which shows the claim.
+    let form = format!(
+        "csrf={csrf}&return_to={}",
+        vigie::serve::context::percent_encode(&back, false)
+    );
+    let r = rt.block_on(app.post(&format!("/flag/{flag}/claim"), Some(&cookie), &form));
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&r), back);
+    let (status, page) = get(&href);
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains(&format!("id=\"status-{flag}\">claimed · rita")));
+    let (_, audit) = get("/audit");
+    assert!(
+        audit.contains(&format!("href=\"{href}\"")),
+        "the audit log links {href}"
+    );
+    let form = format!("csrf={csrf}&reason=three+impossible+moves&decision=block_recommended");
+    let r = rt.block_on(app.post(&format!("/flag/{flag}/confirm"), Some(&cookie), &form));
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        location(&r),
+        back,
+        "without return_to, back to the flag all the same"
+    );
+    let (_, decisions) = get("/decisions");
+    assert!(
+        decisions.contains(&format!("href=\"{href}\"")),
+        "decisions link {href}"
+    );
+
+    // The game pages link both players, and markup in a name stays text.
+    let (status, page) = get(&format!("/game/{id}"));
+    assert_eq!(status, StatusCode::OK);
+    for name in [cheat, other] {
+        let h = vigie::serve::context::account_href(name);
+        assert!(
+            page.contains(&format!("href=\"{h}\"")),
+            "the game page links {h}"
+        );
+        assert_eq!(get(&h).0, StatusCode::OK, "{h}");
+    }
+    let (status, page) = get(&format!("/game/{belote_id}"));
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains("<b>&amp;") && page.contains("&lt;b&gt;"));
+    for name in [bel1, bel2] {
+        let h = vigie::serve::context::account_href(name);
+        assert!(
+            page.contains(&format!("href=\"{h}\"")),
+            "the game page links {h}"
+        );
+        assert_eq!(get(&h).0, StatusCode::OK, "{h}");
+    }
 }
