@@ -215,13 +215,14 @@ fn sequence_checks(game: &str, lines: Vec<Logged>, findings: &mut Vec<Finding>) 
         if let (Some(prev), Some(logged)) = (out.last(), line.event.prev.as_deref()) {
             let actual = hex(&Sha256::digest(prev.raw.as_bytes()));
             // A server that ends its lines with CRLF hashes them without it: the `\r` left at the
-            // end of `raw` is part of its newline, not of the line.
-            let crlf = || {
-                prev.raw
-                    .strip_suffix('\r')
-                    .is_some_and(|line| hex(&Sha256::digest(line.as_bytes())) == logged)
+            // end of `raw` is part of its newline, not of the line; so is a byte order mark at its
+            // start part of the file's encoding.
+            let bare = || {
+                let line = prev.raw.strip_prefix('\u{feff}').unwrap_or(&prev.raw);
+                let line = line.strip_suffix('\r').unwrap_or(line);
+                line.len() != prev.raw.len() && hex(&Sha256::digest(line.as_bytes())) == logged
             };
-            if actual != logged && !crlf() {
+            if actual != logged && !bare() {
                 let mut f = Finding::new(
                     game,
                     line.seq(),

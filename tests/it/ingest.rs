@@ -705,3 +705,26 @@ print("ok", n)
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A server on Windows may write its files "UTF-8 with BOM" and end lines with CRLF: every line is
+/// taken (RFC 8259 lets a parser ignore the mark), and the games replay clean (the chain hashes
+/// the lines without either).
+#[test]
+fn a_file_with_a_byte_order_mark_and_crlf_is_taken_whole() {
+    let (dir, logs) = scratch_logs();
+    let lines = sample_lines();
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    for l in &lines {
+        bytes.extend_from_slice(l.strip_suffix(b"\n").unwrap_or(l));
+        bytes.extend_from_slice(b"\r\n");
+    }
+    fs::write(logs.join("windows.jsonl"), &bytes).unwrap();
+    let lake = dir.path().join("lake");
+    let report = ingest(&lake, &[logs]);
+    assert_eq!(
+        (report.lines_valid, report.lines_quarantined),
+        (lines.len() as u64, 0)
+    );
+    let replay = quiet_replay(&lake);
+    assert_eq!(replay.findings, 0, "{replay:?}");
+}

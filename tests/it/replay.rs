@@ -297,15 +297,20 @@ fn the_parser_takes_every_ludo_variant_the_engine_plays() {
 }
 
 #[test]
-fn a_game_written_with_crlf_line_ends_chains() {
+fn a_game_written_with_crlf_line_ends_or_a_byte_order_mark_chains() {
     // The server hashed each line without its newline; its newline is CRLF, so the raw line the
-    // reader keeps ends with `\r`.
+    // reader keeps ends with `\r`. Line 2 opens a file written "UTF-8 with BOM".
     let lines = sample_game("d10-", 0);
     let mut logged: Vec<Logged> = relink(&lines)
         .lines()
-        .map(|l| Logged::parse(format!("{l}\r")).expect("valid line"))
+        .enumerate()
+        .map(|(i, l)| {
+            let bom = if i == 2 { "\u{feff}" } else { "" };
+            Logged::parse(format!("{bom}{l}\r")).expect("valid line")
+        })
         .collect();
     assert!(logged[1].raw.ends_with('\r'));
+    assert!(logged[2].raw.starts_with('\u{feff}'));
     let horizon = logged.iter().map(Logged::ts).max().unwrap();
     let game = logged[0].event.game.clone();
     let r = replay_game(

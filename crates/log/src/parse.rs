@@ -130,6 +130,8 @@ pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
     let text = std::str::from_utf8(line).map_err(|e| Reject::NotUtf8 {
         valid_up_to: e.valid_up_to(),
     })?;
+    // A byte order mark (a file written as "UTF-8 with BOM") is ignored, as RFC 8259 allows.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
     let Some(first) = trimmed.bytes().next() else {
         return Err(Reject::EmptyLine);
@@ -1250,6 +1252,9 @@ mod tests {
     #[test]
     fn malformed_lines_get_specific_codes() {
         assert_eq!(code(""), "empty_line");
+        assert_eq!(code("\u{feff}"), "empty_line");
+        assert_eq!(code(&format!("\u{feff}{START}")), "ok");
+        assert_eq!(code(&format!("\u{feff}\u{feff}{START}")), "invalid_json");
         assert_eq!(code("not json"), "invalid_json");
         assert_eq!(code("[1,2]"), "not_an_object");
         assert_eq!(code("{\"v\":1,"), "invalid_json");
