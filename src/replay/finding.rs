@@ -115,6 +115,7 @@ codes! {
     WrongHands => ("wrong_hands", Integrity, High),
     SeqGap => ("seq_gap", Integrity, Medium),
     SeqDuplicate => ("seq_duplicate", Integrity, Medium),
+    SeqRedelivered => ("seq_redelivered", Integrity, Info),
     ChainBroken => ("chain_broken", Integrity, High),
     EventAfterEnd => ("event_after_end", Integrity, Medium),
     NeverEnded => ("never_ended", Integrity, Medium),

@@ -183,6 +183,13 @@ fn late_attempt(e: &Event) -> bool {
         .is_some_and(|a| a.status == Status::Rejected && a.reason == Some(RejectReason::GameOver))
 }
 
+/// A raw line without what its file's encoding added: a byte order mark before it, the `\r` of a
+/// CRLF after it.
+fn bare_line(raw: &str) -> &str {
+    let line = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+    line.strip_suffix('\r').unwrap_or(line)
+}
+
 /// Duplicates, gaps and the hash chain. Returns the lines to replay (first of each seq).
 fn sequence_checks(game: &str, lines: Vec<Logged>, findings: &mut Vec<Finding>) -> Vec<Logged> {
     let mut out: Vec<Logged> = Vec::with_capacity(lines.len());
@@ -191,12 +198,26 @@ fn sequence_checks(game: &str, lines: Vec<Logged>, findings: &mut Vec<Finding>) 
         if let Some(prev) = out.last()
             && prev.seq() == line.seq()
         {
-            let mut f = Finding::new(
-                game,
-                line.seq(),
-                Code::SeqDuplicate,
-                format!("seq {} logged twice", line.seq()),
-            );
+            // The same line again (a log shipper that sent it twice, a file copied over a rotated
+            // one) is a transport duplicate, not the server logging one seq twice.
+            let mut f = if bare_line(&prev.raw) == bare_line(&line.raw) {
+                Finding::new(
+                    game,
+                    line.seq(),
+                    Code::SeqRedelivered,
+                    format!(
+                        "seq {} delivered again, identical: a copy of the line, not a server fault",
+                        line.seq()
+                    ),
+                )
+            } else {
+                Finding::new(
+                    game,
+                    line.seq(),
+                    Code::SeqDuplicate,
+                    format!("seq {} logged twice", line.seq()),
+                )
+            };
             f.logged(line.raw.chars().take(200).collect::<String>());
             findings.push(f);
             continue;
@@ -218,8 +239,7 @@ fn sequence_checks(game: &str, lines: Vec<Logged>, findings: &mut Vec<Finding>) 
             // end of `raw` is part of its newline, not of the line; so is a byte order mark at its
             // start part of the file's encoding.
             let bare = || {
-                let line = prev.raw.strip_prefix('\u{feff}').unwrap_or(&prev.raw);
-                let line = line.strip_suffix('\r').unwrap_or(line);
+                let line = bare_line(&prev.raw);
                 line.len() != prev.raw.len() && hex(&Sha256::digest(line.as_bytes())) == logged
             };
             if actual != logged && !bare() {

@@ -296,6 +296,48 @@ fn the_parser_takes_every_ludo_variant_the_engine_plays() {
     );
 }
 
+/// A line delivered twice is a copy made on the way (`seq_redelivered`, info), one seq logged in two
+/// different lines is the server's fault (`seq_duplicate`); either way the first is replayed.
+#[test]
+fn a_line_delivered_twice_is_told_from_a_seq_logged_twice() {
+    let lines = sample_game("d10-", 0);
+    let logged: Vec<Logged> = relink(&lines)
+        .lines()
+        .map(|l| Logged::parse(l.to_owned()).expect("valid line"))
+        .collect();
+    let horizon = logged.iter().map(Logged::ts).max().unwrap();
+    let game = logged[0].event.game.clone();
+    let ctx = Context {
+        horizon_ms: horizon,
+    };
+    let mut twice = logged.clone();
+    twice.insert(4, Logged::parse(format!("{}\r", logged[3].raw)).unwrap());
+    let r = replay_game(&game, twice, &ctx);
+    let found: Vec<(i64, &str, &str)> = r
+        .findings
+        .iter()
+        .map(|f| (f.seq, f.code.as_str(), f.severity.as_str()))
+        .collect();
+    assert_eq!(found, vec![(3, "seq_redelivered", "info")]);
+    let Some(think) = logged[3].event.attempt().map(|a| a.think_ms) else {
+        panic!("seq 3 is not an attempt: {}", logged[3].raw)
+    };
+    let changed = logged[3].raw.replace(
+        &format!("\"think_ms\":{think}"),
+        &format!("\"think_ms\":{}", think + 1),
+    );
+    assert_ne!(changed, logged[3].raw);
+    let mut two = logged.clone();
+    two.insert(4, Logged::parse(changed).unwrap());
+    let r = replay_game(&game, two, &ctx);
+    let found: Vec<(i64, &str)> = r
+        .findings
+        .iter()
+        .map(|f| (f.seq, f.code.as_str()))
+        .collect();
+    assert_eq!(found, vec![(3, "seq_duplicate")]);
+}
+
 #[test]
 fn a_game_written_with_crlf_line_ends_or_a_byte_order_mark_chains() {
     // The server hashed each line without its newline; its newline is CRLF, so the raw line the
