@@ -323,6 +323,58 @@ fn chunks(from: &str, to: &str) -> Result<Vec<(String, String)>, ReportError> {
     Ok(out)
 }
 
+/// Whether a spreadsheet would run a CSV field as a formula: it starts with `=`, `+`, `-`, `@`, a
+/// tab or a carriage return, and is not a number (OWASP's "CSV injection").
+pub fn spreadsheet_formula(v: &str) -> bool {
+    v.starts_with(['=', '+', '-', '@', '\t', '\r']) && v.parse::<f64>().is_err()
+}
+
+/// The batch for a CSV: every text value a spreadsheet would run as a formula gets a leading `'`
+/// (accounts are chosen by players, reasons typed by staff); the Parquet twin keeps the values
+/// exactly.
+fn csv_safe(b: &RecordBatch) -> Result<RecordBatch, ReportError> {
+    use arrow::array::{ArrayRef, AsArray, LargeStringArray, StringArray, StringViewArray};
+    use arrow::datatypes::DataType;
+    use std::borrow::Cow;
+    use std::sync::Arc;
+    fn safe<'a>(v: Option<&'a str>) -> Option<Cow<'a, str>> {
+        v.map(|s| {
+            if spreadsheet_formula(s) {
+                Cow::Owned(format!("'{s}"))
+            } else {
+                Cow::Borrowed(s)
+            }
+        })
+    }
+    let formula = |v: Option<&str>| v.is_some_and(spreadsheet_formula);
+    let columns: Vec<ArrayRef> = b
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Utf8 if c.as_string::<i32>().iter().any(formula) => Arc::new(
+                c.as_string::<i32>()
+                    .iter()
+                    .map(safe)
+                    .collect::<StringArray>(),
+            ) as ArrayRef,
+            DataType::LargeUtf8 if c.as_string::<i64>().iter().any(formula) => Arc::new(
+                c.as_string::<i64>()
+                    .iter()
+                    .map(safe)
+                    .collect::<LargeStringArray>(),
+            ),
+            DataType::Utf8View if c.as_string_view().iter().any(formula) => Arc::new(
+                c.as_string_view()
+                    .iter()
+                    .map(safe)
+                    .collect::<StringViewArray>(),
+            ),
+            _ => Arc::clone(c),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(b.schema(), columns)?)
+}
+
 /// An evidence table written as it streams: CSV and Parquet.
 struct EvidenceWriter {
     csv: arrow::csv::Writer<std::fs::File>,
@@ -351,7 +403,7 @@ impl EvidenceWriter {
     }
 
     fn write(&mut self, b: &RecordBatch) -> Result<(), ReportError> {
-        self.csv.write(b)?;
+        self.csv.write(&csv_safe(b)?)?;
         self.parquet.write(b)?;
         Ok(())
     }
@@ -516,7 +568,7 @@ fn write_evidence(
             w.write(&RecordBatch::new_empty(schema.clone()))?;
         }
         for b in batches {
-            w.write(b)?;
+            w.write(&csv_safe(b)?)?;
         }
     }
     let pq_path = dir.join(format!("{name}.parquet"));
@@ -720,6 +772,75 @@ pub fn verify(dir: &Path) -> Result<BundleCheck, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_csv_twin_neutralises_formulas_and_the_parquet_keeps_values() {
+        use arrow::array::{Int64Array, StringArray, StringViewArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+        use std::sync::Arc;
+        let accounts = [
+            "=HYPERLINK(\"http://x\")",
+            "acc-1",
+            "-3",
+            "@SUM(A1)",
+            "+a",
+            "-",
+        ];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("account", DataType::Utf8, true),
+            Field::new("reason", DataType::Utf8View, true),
+            Field::new("n", DataType::Int64, false),
+        ]));
+        let b = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from_iter(accounts.iter().map(Some))),
+                Arc::new(StringViewArray::from_iter(
+                    [
+                        Some("=1+1"),
+                        None,
+                        Some("ok"),
+                        Some("\tx"),
+                        Some("1e3"),
+                        Some(""),
+                    ]
+                    .into_iter(),
+                )),
+                Arc::new(Int64Array::from(vec![-1, 2, 3, 4, 5, 6])),
+            ],
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_evidence(dir.path(), "t", std::slice::from_ref(&b)).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("t.csv")), "{files:?}");
+        let csv = std::fs::read_to_string(dir.path().join("t.csv")).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "account,reason,n",
+                r#""'=HYPERLINK(""http://x"")",'=1+1,-1"#,
+                "acc-1,,2",
+                "-3,ok,3",
+                "'@SUM(A1),'\tx,4",
+                "'+a,1e3,5",
+                "'-,,6",
+            ]
+        );
+        let file = std::fs::File::open(dir.path().join("t.parquet")).unwrap();
+        let read: Vec<RecordBatch> =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                .unwrap()
+                .build()
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+        assert_eq!(
+            read,
+            vec![b],
+            "the Parquet twin holds the values as they are"
+        );
+    }
 
     #[test]
     fn a_period_is_cut_into_weeks_of_start_days_with_nothing_left_out() {

@@ -207,7 +207,7 @@ pub async fn run(State(app): State<AppState>, ctx: Ctx, Form(f): Form<ConsoleFor
 /// with a leading `'`, as OWASP advises against CSV injection: the lake holds
 /// account names and reasons that players and staff typed.
 fn csv_field(out: &mut String, v: &str) {
-    let formula = v.starts_with(['=', '+', '-', '@', '\t', '\r']) && v.parse::<f64>().is_err();
+    let formula = crate::report::spreadsheet_formula(v);
     if formula || v.contains([',', '"', '\n', '\r']) {
         out.push('"');
         if formula {
