@@ -251,8 +251,23 @@ impl Follower {
 
 /// One micro-batch: ingests `files` and commits. Returns the ingest report (version set when committed).
 pub fn commit_batch(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, StreamError> {
+    commit_files(lake, files, false)
+}
+
+/// [`commit_batch`] of files that are complete (a pushed body): a last line without newline is a
+/// line, and an archive cut short is quarantined as corrupt instead of waited for.
+pub fn commit_final(lake: &Lake, files: &[PathBuf]) -> Result<IngestReport, StreamError> {
+    commit_files(lake, files, true)
+}
+
+fn commit_files(
+    lake: &Lake,
+    files: &[PathBuf],
+    final_files: bool,
+) -> Result<IngestReport, StreamError> {
     let opts = IngestOptions {
         progress: false,
+        final_files,
         ..IngestOptions::default()
     };
     Ok(ingest::batch::commit_files(lake, files, &opts, "stream")?)

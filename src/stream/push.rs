@@ -106,6 +106,21 @@ enum SpoolError {
     Io(std::io::Error),
 }
 
+/// The `Content-Encoding` of a request when it is neither absent, `identity`, `gzip` nor `zstd`.
+fn unsupported_encoding(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(header::CONTENT_ENCODING)?;
+    let text = String::from_utf8_lossy(v.as_bytes())
+        .trim()
+        .to_ascii_lowercase();
+    let known = ["", "identity", "gzip", "x-gzip", "zstd"];
+    (!known.contains(&text.as_str())).then_some(text)
+}
+
+/// Whether a body starts as a gzip member or a zstd frame does.
+fn compressed(head: &[u8]) -> bool {
+    head.starts_with(&[0x1f, 0x8b]) || head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
 /// The `Content-Length` a request announces, if any.
 fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
@@ -125,6 +140,14 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
     }
     if content_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
         return too_large();
+    }
+    // The body is stored as sent and read as a log file is: plain, or a gzip or zstd archive
+    // (recognised by its first bytes). Another coding would be read as lines of garbage.
+    if let Some(coding) = unsupported_encoding(&parts.headers) {
+        return json(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            serde_json::json!({ "error": format!("Content-Encoding {coding} is not read: send NDJSON, plain, gzip or zstd") }),
+        );
     }
     let Ok(_upload) = Arc::clone(&st.uploads).try_acquire_owned() else {
         let mut res = json(
@@ -163,6 +186,14 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
     let result = tokio::task::spawn_blocking(move || commit_spooled(&cfg, &path)).await;
     drop(guard);
     match result {
+        Ok(Ok(r)) if r.files_unreadable > 0 => {
+            // The spool file could not be read (it was removed): nothing of it is in the lake.
+            tracing::error!("a pushed body could not be read back from the inbox");
+            json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "error": "not committed, send again" }),
+            )
+        }
         Ok(Ok(r)) => {
             if r.version.is_some() {
                 st.dirty.store(true, Ordering::SeqCst);
@@ -175,6 +206,7 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
                     "lines": r.lines_read,
                     "valid": r.lines_valid,
                     "quarantined": r.lines_quarantined,
+                    "corrupt": r.files_corrupt,
                 }),
             )
         }
@@ -229,6 +261,7 @@ async fn spool(cfg: &PushConfig, body: Body) -> Result<PathBuf, SpoolError> {
         let mut hash = Sha256::new();
         let mut len = 0usize;
         let mut last = 0u8;
+        let mut head = Vec::with_capacity(4);
         let mut chunks = body.into_data_stream();
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk.map_err(|e| SpoolError::Body(e.to_string()))?;
@@ -239,14 +272,17 @@ async fn spool(cfg: &PushConfig, body: Body) -> Result<PathBuf, SpoolError> {
             if let Some(b) = chunk.last() {
                 last = *b;
             }
+            let want = 4usize.saturating_sub(head.len()).min(chunk.len());
+            head.extend_from_slice(&chunk[..want]);
             hash.update(&chunk);
             f.write_all(&chunk).await.map_err(SpoolError::Io)?;
         }
         if len == 0 {
             return Err(SpoolError::Empty);
         }
-        // The body is complete: a last line without newline is a whole line.
-        if last != b'\n' {
+        // The body is complete: a last line without newline is a whole line. (Not after an
+        // archive: a byte after its end would be a member cut short; an archive is read as final.)
+        if last != b'\n' && !compressed(&head) {
             f.write_all(b"\n").await.map_err(SpoolError::Io)?;
         }
         f.sync_all().await.map_err(SpoolError::Io)?;
@@ -276,7 +312,7 @@ fn commit_spooled(
     let result = crate::catalog::open(&cfg.lake)
         .map_err(|e| e.to_string())
         .and_then(|lake| {
-            super::commit_batch(&lake, &[path.to_path_buf()]).map_err(|e| e.to_string())
+            super::commit_final(&lake, &[path.to_path_buf()]).map_err(|e| e.to_string())
         });
     // Committed or not, the spool file is not needed: the caller sends again on failure.
     let _ = std::fs::remove_file(path);

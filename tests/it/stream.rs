@@ -303,21 +303,29 @@ fn event_count(lake: &Path) -> usize {
     event_rows(lake).len()
 }
 
+const PUSH_TOKEN: &str = "push-token-0123456789abcdef";
+
+/// A new lake under the test directory `tag`, and the push endpoint over it (token [`PUSH_TOKEN`]).
+fn push_app(tag: &str) -> (PathBuf, axum::Router) {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    let _ = std::fs::remove_dir_all(&work);
+    let lake = work.join("lake");
+    vigie::lake::Lake::open(&lake).unwrap();
+    let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
+        lake.clone(),
+        PUSH_TOKEN,
+        root().join("queries/detect"),
+    ));
+    (lake, app)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_commits_before_answering_and_a_retry_adds_nothing() {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use tower::ServiceExt;
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-push");
-    let _ = std::fs::remove_dir_all(&work);
-    let lake = work.join("lake");
-    vigie::lake::Lake::open(&lake).unwrap();
-    let token = "push-token-0123456789abcdef";
-    let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
-        lake.clone(),
-        token,
-        root().join("queries/detect"),
-    ));
+    let (lake, app) = push_app("stream-push");
+    let token = PUSH_TOKEN;
     let mut body = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
     body.push_str("{\"not\": \"an event\"}");
     let lines = body.lines().count();
@@ -372,6 +380,91 @@ async fn push_commits_before_answering_and_a_retry_adds_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A pushed body may be a gzip or zstd archive, as log files may (`Content-Encoding: gzip` or none):
+/// read whole, its last line without a newline included; one cut short is quarantined as corrupt,
+/// with a 200 that says so, never answered 200 with nothing kept. An encoding it cannot read is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_archives_are_read_whole_or_quarantined() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use std::io::Write;
+    use tower::ServiceExt;
+    let (lake, app) = push_app("stream-push-archives");
+    let token = PUSH_TOKEN;
+    let sample = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    let post = |encoding: Option<&str>, body: Vec<u8>| {
+        let mut r = Request::post("/ingest").header("authorization", format!("Bearer {token}"));
+        if let Some(e) = encoding {
+            r = r.header("content-encoding", e);
+        }
+        r.body(Body::from(body)).unwrap()
+    };
+    let send = |req: Request<Body>| {
+        let app = app.clone();
+        async move {
+            let r = app.oneshot(req).await.unwrap();
+            let status = r.status();
+            let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+            (
+                status,
+                serde_json::from_slice::<serde_json::Value>(&bytes).unwrap(),
+            )
+        }
+    };
+    // 100 lines gzipped, the last without its newline, then the start of the next one.
+    let text = format!("{}\n{}", lines[..100].join("\n"), &lines[100][..40]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let (status, v) = send(post(Some("gzip"), gz.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["valid"].as_u64(), v["quarantined"].as_u64()),
+        (Some(100), Some(1)),
+        "{v}"
+    );
+    assert!(v["version"].as_u64().is_some(), "{v}");
+    // 50 more lines as a zstd frame, no newline at the end, no header.
+    let zst = zstd::encode_all(lines[101..151].join("\n").as_bytes(), 1).unwrap();
+    let (status, v) = send(post(None, zst)).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["valid"].as_u64(), v["quarantined"].as_u64()),
+        (Some(50), Some(0)),
+        "{v}"
+    );
+    assert_eq!(event_rows(&lake).len(), 150);
+    // An archive cut short: its whole members read, the rest kept in quarantine, and said.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(lines[200..300].join("\n").as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let (status, v) = send(post(Some("gzip"), gz[..gz.len() / 2].to_vec())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["corrupt"].as_u64(), Some(1), "{v}");
+    let reasons: Vec<String> = quarantine_rows(&lake).into_iter().map(|r| r.2).collect();
+    assert!(
+        reasons.iter().any(|r| r == "corrupt_archive"),
+        "{reasons:?}"
+    );
+    let taken = event_rows(&lake).len();
+    assert!(taken > 150 && taken < 250, "{taken} events");
+    // The first archive cut short: a copy of what is already in, which cannot be read up to where
+    // that one was read (as a rotated file being compressed cannot, until it is whole). Nothing is
+    // committed, and the answer says so instead of a 200 for nothing.
+    let mut first = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    first.write_all(text.as_bytes()).unwrap();
+    let first = first.finish().unwrap();
+    let (status, v) = send(post(Some("gzip"), first[..first.len() / 2].to_vec())).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    assert_eq!(event_rows(&lake).len(), taken);
+    // Brotli is not read.
+    let (status, _) = send(post(Some("br"), b"x".to_vec())).await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(event_rows(&lake).len(), taken);
 }
 
 #[test]
