@@ -1,4 +1,4 @@
-//! What every handler learns about its request: the logged-in user and the navigation ([`Ctx`]), the peer address, and the redirects (with the check that keeps them on the site).
+//! What every handler learns about its request: the logged-in user and the navigation ([`Ctx`]), the peer address, the redirects (with the check that keeps them on the site), and the links to account pages (accounts are any text: percent-encoded).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

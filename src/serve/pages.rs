@@ -19,7 +19,7 @@ use crate::log::{Body, Kind};
 use super::AppState;
 use super::board::{board_html, esc};
 use super::charts::{self, ChartKind};
-use super::context::{Ctx, account_href, flag_href, found};
+use super::context::{Ctx, account_href, flag_href, found, percent_encode};
 use super::data::{
     Cmp, DataError, Day, FindingCategory, QueueQuery, RULES, RecommendedAction, ReviewStatus,
     Severity,
@@ -419,10 +419,11 @@ const REF_GAMES_SHOWN: usize = 40;
 const REF_SEQS_SHOWN: usize = 8;
 
 /// A flag's evidence events grouped per game, games in the order of their first event.
-fn ref_games(refs: &[crate::serve::data::EvidenceRef]) -> Vec<RefGameVm> {
+fn ref_games(refs: &[crate::serve::data::EvidenceRef], account: &str) -> Vec<RefGameVm> {
+    let focus = format!("&for={}", percent_encode(account, false));
     let mut out: Vec<RefGameVm> = Vec::new();
     for r in refs {
-        let href = format!("/game/{}?seq={}", r.game, r.seq);
+        let href = seq_href(&r.game, r.seq, &focus);
         match out.iter_mut().find(|g| g.game == r.game) {
             Some(g) => {
                 g.count += 1;
@@ -667,7 +668,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
             let r = &f.review;
             let mine = user.is_some_and(|u| r.claimed_by.as_deref() == Some(u.name.as_str()));
             let admin = user.is_some_and(|u| u.role == Role::Admin);
-            let mut games = ref_games(&f.evidence.refs);
+            let mut games = ref_games(&f.evidence.refs, &view.account);
             let ref_games_hidden = games.len().saturating_sub(REF_GAMES_SHOWN);
             games.truncate(REF_GAMES_SHOWN);
             FlagVm {
@@ -835,11 +836,21 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct GameParams {
     seq: Option<i64>,
+    /// The account whose evidence led here (`for=`): its seat and its events are marked.
+    #[serde(rename = "for")]
+    focus: Option<String>,
+}
+
+/// A link to event `seq` of game `id`, keeping the marked account (`focus`: "" or `&for=...`).
+fn seq_href(id: &str, seq: i64, focus: &str) -> String {
+    format!("/game/{id}?seq={seq}{focus}")
 }
 
 struct PlayerVm {
     account: String,
     href: String,
+    /// The account the page was opened for.
+    focus: bool,
     seat: String,
     outcome: String,
     net: String,
@@ -898,12 +909,12 @@ fn timeline_window(total: usize, index: usize) -> std::ops::Range<usize> {
 }
 
 /// Findings grouped by code and account, in the order of their first seq.
-fn finding_groups(id: &str, findings: &[super::data::Finding]) -> Vec<FindingGroupVm> {
+fn finding_groups(id: &str, focus: &str, findings: &[super::data::Finding]) -> Vec<FindingGroupVm> {
     let mut at: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     let mut out: Vec<FindingGroupVm> = Vec::new();
     for f in findings {
         let key = (f.code.as_str(), f.account.as_deref());
-        let href = format!("/game/{id}?seq={}", f.seq);
+        let href = seq_href(id, f.seq, focus);
         match at.get(&key) {
             Some(&i) => {
                 let g = &mut out[i];
@@ -944,6 +955,8 @@ struct TlVm {
     summary: String,
     tone: String,
     current: bool,
+    /// An event of the account the page was opened for.
+    mine: bool,
     codes: String,
 }
 
@@ -952,6 +965,8 @@ struct TlVm {
 struct GameTpl {
     l: Layout,
     id: String,
+    /// The account the page was opened for, when it played here ("" otherwise).
+    focus: String,
     kind: String,
     mode: String,
     variant: String,
@@ -1125,10 +1140,10 @@ fn analysis_parts(
     }
 }
 
-fn finding_vm(id: &str, f: &super::data::Finding) -> FindingVm {
+fn finding_vm(id: &str, focus: &str, f: &super::data::Finding) -> FindingVm {
     FindingVm {
         seq: f.seq,
-        href: format!("/game/{id}?seq={}", f.seq),
+        href: seq_href(id, f.seq, focus),
         code: f.code.clone(),
         category: f.category.as_str().to_owned(),
         severity: f.severity.as_str().to_owned(),
@@ -1191,7 +1206,17 @@ pub async fn game(
         },
     };
     let cur = &fr[index];
-    let href = |i: usize| format!("/game/{id}?seq={}", fr[i].seq);
+    // The account whose evidence led here, when it played in this game: marked, and kept in links.
+    let focus = p
+        .focus
+        .filter(|a| view.summary.players.iter().any(|pl| &pl.account == a))
+        .unwrap_or_default();
+    let focus_q = if focus.is_empty() {
+        String::new()
+    } else {
+        format!("&for={}", percent_encode(&focus, false))
+    };
+    let href = |i: usize| seq_href(&id, fr[i].seq, &focus_q);
     let mut codes_at: HashMap<i64, Vec<String>> = HashMap::new();
     for f in &view.findings {
         codes_at.entry(f.seq).or_default().push(f.code.clone());
@@ -1214,6 +1239,7 @@ pub async fn game(
             summary: shorten(&f.summary, 90),
             tone: f.tone.class().to_owned(),
             current: f.index == index,
+            mine: !focus.is_empty() && f.actor.as_deref() == Some(focus.as_str()),
             codes: codes_at
                 .get(&f.seq)
                 .map(|v| v.join(", "))
@@ -1233,6 +1259,7 @@ pub async fn game(
         .map(|pl| PlayerVm {
             account: pl.account.clone(),
             href: account_href(&pl.account),
+            focus: pl.account == focus,
             seat: pl.seat.as_str().to_owned(),
             outcome: pl.outcome.clone().unwrap_or_default(),
             net: pl.net.map(|n| format!("{n:+}")).unwrap_or_default(),
@@ -1260,6 +1287,7 @@ pub async fn game(
     let t = GameTpl {
         l: Layout::new(&ctx, &format!("Game {id}")),
         id: id.clone(),
+        focus: focus.clone(),
         kind: kind_label(s.kind).to_owned(),
         mode: s.mode.as_str().to_owned(),
         variant: s.variant.clone().unwrap_or_default(),
@@ -1290,7 +1318,7 @@ pub async fn game(
             .findings
             .iter()
             .filter(|f| f.seq == cur.seq)
-            .map(|f| finding_vm(&id, f))
+            .map(|f| finding_vm(&id, &focus_q, f))
             .collect(),
         first: if index > 0 { href(0) } else { String::new() },
         prev: if index > 0 {
@@ -1312,12 +1340,15 @@ pub async fn game(
         timeline_before,
         timeline_after,
         findings: if view.findings.len() <= FINDINGS_MAX {
-            view.findings.iter().map(|f| finding_vm(&id, f)).collect()
+            view.findings
+                .iter()
+                .map(|f| finding_vm(&id, &focus_q, f))
+                .collect()
         } else {
             Vec::new()
         },
         finding_groups: if view.findings.len() > FINDINGS_MAX {
-            finding_groups(&id, &view.findings)
+            finding_groups(&id, &focus_q, &view.findings)
         } else {
             Vec::new()
         },
@@ -1594,13 +1625,13 @@ mod tests {
     fn evidence_is_grouped_per_game_in_first_seen_order() {
         let mut refs = vec![r("g2", 7), r("g1", 3), r("g2", 9)];
         refs.extend((10..30).map(|q| r("g1", q)));
-        let g = ref_games(&refs);
+        let g = ref_games(&refs, "o'brien/7");
         assert_eq!(g.len(), 2);
         assert_eq!(
             (g[0].game.as_str(), g[0].first_seq, g[0].count),
             ("g2", 7, 2)
         );
-        assert_eq!(g[0].href, "/game/g2?seq=7");
+        assert_eq!(g[0].href, "/game/g2?seq=7&for=o%27brien%2F7");
         assert_eq!(g[0].more.iter().map(|m| m.seq).collect::<Vec<_>>(), [9]);
         // g1: 21 events, the first linked with the game, 8 more shown.
         assert_eq!(

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from urllib.parse import parse_qs, urlparse
 
 try:
     from selenium import webdriver
@@ -212,14 +213,22 @@ def run(d, a, base):
         check(codes and codes.split(",")[0].strip() in detail, f"the finding at seq {a.seq} ({codes}) is shown with the event")
     check(d.find_element(By.ID, "current-seq").text.strip() == str(a.seq), "the board is shown at the flagged seq")
     check(len(d.find_elements(By.CSS_SELECTOR, ".board-box svg, .board-box .belote")) > 0, "the board is drawn")
+    marked = d.find_elements(By.CSS_SELECTOR, "table.players tr.focus")
+    check(len(marked) == 1 and a.account in marked[0].text, f"the seat of {a.account} is marked")
+    check(len(d.find_elements(By.ID, "focus-note")) == 1, "the page says whose evidence opened it")
     shot(d, shots, "03-game.png", full=False)
-    # Step forward without JS links, then back with the arrow key.
+
+    def query(url):
+        return parse_qs(urlparse(url).query)
+
+    # Step forward without JS links, then back with the arrow key; the mark stays.
     nxt = d.find_elements(By.ID, "nav-next")
     if nxt:
         nxt[0].click()
-        wait(d).until(lambda x: f"seq={a.seq}" not in x.current_url)
+        wait(d).until(lambda x: query(x.current_url).get("seq") != [str(a.seq)])
+        check(query(d.current_url).get("for") == [a.account], "stepping keeps the marked account")
         d.find_element(By.TAG_NAME, "body").send_keys("\ue012")  # ArrowLeft
-        wait(d).until(lambda x: x.current_url.endswith(f"seq={a.seq}"))
+        wait(d).until(lambda x: query(x.current_url).get("seq") == [str(a.seq)])
         check(True, "stepping with links and the arrow keys moves through the game")
 
     # Claim and confirm with a reason.

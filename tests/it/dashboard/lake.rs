@@ -955,6 +955,29 @@ fn accounts_of_any_text_are_ingested_flagged_and_linked() {
     assert!(page.contains("Claim this flag"));
     let back = format!("{href}#flag-{flag}");
     assert_eq!(hidden(&page, "return_to").as_deref(), Some(back.as_str()));
+    // Its evidence opens the game with its seat marked, the name encoded in the link.
+    // (askama writes `&` in an attribute as `&#38;`)
+    let for_q = format!("&#38;for={}", &href["/account/".len()..]);
+    let evidence = page
+        .split("href=\"")
+        .filter_map(|h| h.split('"').next())
+        .find(|h| h.starts_with(&format!("/game/{id}?seq=")) && h.ends_with(&for_q))
+        .unwrap_or_else(|| {
+            let at = page.find("class=\"ref\"").unwrap_or(0);
+            panic!(
+                "no evidence link to {id} with {for_q}: {}",
+                &page[at..(at + 400).min(page.len())]
+            )
+        })
+        .replace("&#38;", "&");
+    let (status, marked) = get(&evidence);
+    assert_eq!(status, StatusCode::OK, "{evidence}");
+    assert_eq!(marked.matches("class=\"focus\"").count(), 1);
+    assert!(marked.contains("id=\"focus-note\""));
+    assert!(
+        marked.matches(&for_q).count() > 3,
+        "the game page's own links keep the mark"
+    );
 
     // Claiming sends the reviewer back to the flag on that page, which shows the claim.
     let form = format!(
