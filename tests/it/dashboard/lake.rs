@@ -1029,6 +1029,8 @@ fn accounts_of_any_text_are_ingested_flagged_and_linked() {
             page.contains(&format!("href=\"{h}\"")),
             "the game page links {h}"
         );
-        assert_eq!(get(&h).0, StatusCode::OK, "{h}");
+        let (status, account) = get(&h);
+        assert_eq!(status, StatusCode::OK, "{h}");
+        assert!(!account.contains("<b>&amp;"), "markup in a name stays text");
     }
 }
