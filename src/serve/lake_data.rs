@@ -49,6 +49,9 @@ const GAMES_KEPT: usize = 512;
 /// Account views kept per lake version.
 const ACCOUNTS_KEPT: usize = 4096;
 
+/// Games per flag whose evidence events are named on the account page (it lists 40).
+const NAMED_GAMES: usize = 64;
+
 /// Views read since a lake version was loaded, by id (`None`: no such id), at most `cap`: when
 /// full, the next one starts it again.
 struct Kept<T> {
@@ -550,6 +553,91 @@ impl LakeData {
         Ok(view)
     }
 
+    /// Names what each evidence event of the account's flags is, for the reviewer: the codes of
+    /// its findings there (`not_own_piece`), else the departure or timeout there (`left:
+    /// page_closed, behind`; `timeout: loss by acc-7` when another account's, as a pair rule's are). Events of neither (a slow move, an analysed move) keep no name. Reads the first
+    /// [`NAMED_GAMES`] games of each flag.
+    async fn name_evidence(
+        &self,
+        g: &Guard,
+        id: &str,
+        flags: &mut [Flag],
+    ) -> Result<(), DataError> {
+        // Each flag's first games in the order of their first event, as the account page lists them.
+        let mut games: BTreeSet<&str> = BTreeSet::new();
+        for f in flags.iter() {
+            let mut mine: Vec<&str> = Vec::new();
+            for r in &f.evidence.refs {
+                if mine.len() == NAMED_GAMES {
+                    break;
+                }
+                if !mine.contains(&r.game.as_str()) {
+                    mine.push(&r.game);
+                }
+            }
+            games.extend(mine);
+        }
+        if games.is_empty() {
+            return Ok(());
+        }
+        let list = games.iter().map(|g| lit(g)).collect::<Vec<_>>().join(", ");
+        let acc = lit(id);
+        let mut names: HashMap<(String, i64), Vec<String>> = HashMap::new();
+        let found = g
+            .query_internal(&format!(
+                "SELECT game, seq, code FROM findings WHERE account = {acc} AND game IN ({list}) \
+                 ORDER BY game, seq, code"
+            ))
+            .await
+            .map_err(df_err)?;
+        for (c, i) in each_row(&found) {
+            if let (Some(game), Some(seq), Some(code)) =
+                (c.str("game", i), c.int("seq", i), c.str("code", i))
+            {
+                names.entry((game, seq)).or_default().push(code);
+            }
+        }
+        let gone = g
+            .query_internal(&format!(
+                "SELECT game, seq, player, event, reason, losing FROM departures \
+                 WHERE game IN ({list})"
+            ))
+            .await
+            .map_err(df_err)?;
+        for (c, i) in each_row(&gone) {
+            if let (Some(game), Some(seq), Some(player), Some(event), Some(reason)) = (
+                c.str("game", i),
+                c.int("seq", i),
+                c.str("player", i),
+                c.str("event", i),
+                c.str("reason", i),
+            ) {
+                let behind = if c.bool("losing", i) == Some(true) {
+                    ", behind"
+                } else {
+                    ""
+                };
+                // A pair rule's evidence is the partner's give-up: said whose.
+                let whose = if player == id {
+                    String::new()
+                } else {
+                    format!(" by {player}")
+                };
+                names
+                    .entry((game, seq))
+                    .or_insert_with(|| vec![format!("{event}: {reason}{behind}{whose}")]);
+            }
+        }
+        for f in flags.iter_mut() {
+            for r in &mut f.evidence.refs {
+                if let Some(n) = names.get(&(r.game.clone(), r.seq)) {
+                    r.note = n.join(" ");
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn build_account(
         &self,
         cache: &Cache,
@@ -571,7 +659,7 @@ impl LakeData {
             ))
             .await
             .map_err(df_err)?;
-        let flags: Vec<Flag> = cache
+        let mut flags: Vec<Flag> = cache
             .by_account
             .get(id)
             .map(|idx| idx.iter().map(|&i| cache.flags[i].clone()).collect())
@@ -579,6 +667,7 @@ impl LakeData {
         if flags.is_empty() && daily.iter().all(|b| b.num_rows() == 0) {
             return Ok(None);
         }
+        self.name_evidence(g, id, &mut flags).await?;
         let mut series: Vec<Series> = Vec::new();
         let mut push = |metric: &str, label: &str, batches: &[RecordBatch], col: &str| {
             let mut points = Vec::new();

@@ -408,7 +408,10 @@ struct RefGameVm {
     game: String,
     href: String,
     first_seq: i64,
-    note: String,
+    /// What the events are, with how many of each (`not_own_piece ×8 · wrong_direction ×5`).
+    kinds: String,
+    /// (name, count) behind `kinds`, in the order first met.
+    named: Vec<(String, usize)>,
     count: usize,
     more: Vec<RefVm>,
 }
@@ -424,22 +427,49 @@ fn ref_games(refs: &[crate::serve::data::EvidenceRef], account: &str) -> Vec<Ref
     let mut out: Vec<RefGameVm> = Vec::new();
     for r in refs {
         let href = seq_href(&r.game, r.seq, &focus);
-        match out.iter_mut().find(|g| g.game == r.game) {
-            Some(g) => {
+        let g = match out.iter().position(|g| g.game == r.game) {
+            Some(i) => {
+                let g = &mut out[i];
                 g.count += 1;
                 if g.more.len() < REF_SEQS_SHOWN {
                     g.more.push(RefVm { href, seq: r.seq });
                 }
+                g
             }
-            None => out.push(RefGameVm {
-                game: r.game.clone(),
-                href,
-                first_seq: r.seq,
-                note: r.note.clone(),
-                count: 1,
-                more: Vec::new(),
-            }),
+            None => {
+                out.push(RefGameVm {
+                    game: r.game.clone(),
+                    href,
+                    first_seq: r.seq,
+                    kinds: String::new(),
+                    named: Vec::new(),
+                    count: 1,
+                    more: Vec::new(),
+                });
+                let last = out.len() - 1;
+                &mut out[last]
+            }
+        };
+        if !r.note.is_empty() {
+            match g.named.iter_mut().find(|(n, _)| *n == r.note) {
+                Some((_, k)) => *k += 1,
+                None => g.named.push((r.note.clone(), 1)),
+            }
         }
+    }
+    for g in &mut out {
+        g.kinds = g
+            .named
+            .iter()
+            .map(|(n, k)| {
+                if *k > 1 {
+                    format!("{n} ×{k}")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" · ");
     }
     out
 }
@@ -1625,7 +1655,19 @@ mod tests {
     fn evidence_is_grouped_per_game_in_first_seen_order() {
         let mut refs = vec![r("g2", 7), r("g1", 3), r("g2", 9)];
         refs.extend((10..30).map(|q| r("g1", q)));
+        // What the events are: counted per game in the order first met; unnamed ones are left out.
+        for (i, note) in [
+            (0, "not_own_piece"),
+            (2, "not_own_piece"),
+            (3, "b"),
+            (4, "a"),
+            (5, "b"),
+        ] {
+            refs[i].note = note.into();
+        }
         let g = ref_games(&refs, "o'brien/7");
+        assert_eq!(g[0].kinds, "not_own_piece ×2");
+        assert_eq!(g[1].kinds, "b ×2 · a");
         assert_eq!(g.len(), 2);
         assert_eq!(
             (g[0].game.as_str(), g[0].first_seq, g[0].count),

@@ -73,6 +73,50 @@ fn the_lake_data_source_serves_queue_account_game_and_panels() {
     assert!(rt.block_on(data.game("no-such-game")).unwrap().is_none());
 }
 
+/// The account page names each evidence event: a tamper attempt by its finding's code, a give-up
+/// by its departure or timeout; an event of neither (a ring's game start) stays unnamed.
+#[test]
+fn evidence_events_are_named_by_their_findings_or_departures() {
+    let data = LakeData::new(Lake::open(sample_lake()).unwrap());
+    let rt = runtime();
+    let page = rt
+        .block_on(data.queue(&QueueQuery {
+            per_page: 200,
+            ..QueueQuery::default()
+        }))
+        .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &page.items {
+        let view = rt.block_on(data.account(&row.account)).unwrap().unwrap();
+        for f in &view.flags {
+            for r in &f.evidence.refs {
+                let ok = match f.rule.as_str() {
+                    "chip_dumping" => {
+                        r.note.starts_with("left: ") || r.note.starts_with("timeout: ")
+                    }
+                    "manipulation_attempts" => !r.note.is_empty() && !r.note.contains(':'),
+                    "shared_device_ring" => r.note.is_empty(),
+                    _ => true,
+                };
+                assert!(ok, "{} {}:{} named {:?}", f.rule, r.game, r.seq, r.note);
+            }
+            if !f.evidence.refs.is_empty() {
+                seen.insert(f.rule.clone());
+            }
+        }
+    }
+    for rule in [
+        "chip_dumping",
+        "manipulation_attempts",
+        "shared_device_ring",
+    ] {
+        assert!(
+            seen.contains(rule),
+            "no {rule} flag with refs in the sample: {seen:?}"
+        );
+    }
+}
+
 #[test]
 fn review_flow_on_the_real_lake_in_headless_chromium() {
     let dir = lake_copy("browser");
@@ -955,6 +999,19 @@ fn accounts_of_any_text_are_ingested_flagged_and_linked() {
     assert!(page.contains("Claim this flag"));
     let back = format!("{href}#flag-{flag}");
     assert_eq!(hidden(&page, "return_to").as_deref(), Some(back.as_str()));
+    // Its evidence says what the events are: the three attempts' finding code.
+    let code = crate::common::sql_first(
+        &lake,
+        &format!(
+            "SELECT min(code) FROM findings WHERE account = {} AND game = {}",
+            q(cheater),
+            q(&id)
+        ),
+    );
+    assert!(
+        page.contains(&format!("<span class=\"ref-kinds\">{code} ×3</span>")),
+        "the evidence names its events ({code})"
+    );
     // Its evidence opens the game with its seat marked, the name encoded in the link.
     // (askama writes `&` in an attribute as `&#38;`)
     let for_q = format!("&#38;for={}", &href["/account/".len()..]);
