@@ -582,14 +582,35 @@ impl LakeData {
         }
         let list = games.iter().map(|g| lit(g)).collect::<Vec<_>>().join(", ");
         let acc = lit(id);
+        // The events lie between the flags' first and last seen: only those days' partitions are
+        // read (findings are filed under the day their game started: two days earlier at most).
+        let with_refs = || flags.iter().filter(|f| !f.evidence.refs.is_empty());
+        let days = match (
+            with_refs().map(|f| f.first_seen).min(),
+            with_refs().map(|f| f.last_seen).max(),
+        ) {
+            (Some(first), Some(last)) => format!(
+                " AND date BETWEEN {} AND {}",
+                lit(&Day(Day::of(first).0 - 2).to_string()),
+                lit(&Day(Day::of(last).0 + 1).to_string())
+            ),
+            _ => String::new(),
+        };
         let mut names: HashMap<(String, i64), Vec<String>> = HashMap::new();
-        let found = g
-            .query_internal(&format!(
-                "SELECT game, seq, code FROM findings WHERE account = {acc} AND game IN ({list}) \
-                 ORDER BY game, seq, code"
-            ))
-            .await
-            .map_err(df_err)?;
+        // Both read at once: each is most of the page's added time.
+        let findings_sql = format!(
+            "SELECT game, seq, code FROM findings WHERE account = {acc} AND game IN ({list}){days} \
+             ORDER BY game, seq, code"
+        );
+        let departures_sql = format!(
+            "SELECT game, seq, player, event, reason, losing FROM departures \
+             WHERE game IN ({list}){days}"
+        );
+        let (found, gone) = tokio::join!(
+            g.query_internal(&findings_sql),
+            g.query_internal(&departures_sql)
+        );
+        let (found, gone) = (found.map_err(df_err)?, gone.map_err(df_err)?);
         for (c, i) in each_row(&found) {
             if let (Some(game), Some(seq), Some(code)) =
                 (c.str("game", i), c.int("seq", i), c.str("code", i))
@@ -597,13 +618,6 @@ impl LakeData {
                 names.entry((game, seq)).or_default().push(code);
             }
         }
-        let gone = g
-            .query_internal(&format!(
-                "SELECT game, seq, player, event, reason, losing FROM departures \
-                 WHERE game IN ({list})"
-            ))
-            .await
-            .map_err(df_err)?;
         for (c, i) in each_row(&gone) {
             if let (Some(game), Some(seq), Some(player), Some(event), Some(reason)) = (
                 c.str("game", i),
