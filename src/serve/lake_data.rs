@@ -555,7 +555,8 @@ impl LakeData {
 
     /// Names what each evidence event of the account's flags is, for the reviewer: the codes of
     /// its findings there (`not_own_piece`), else the departure or timeout there (`left:
-    /// page_closed, behind`; `timeout: loss by acc-7` when another account's, as a pair rule's are). Events of neither (a slow move, an analysed move) keep no name. Reads the first
+    /// page_closed, behind`; `timeout: loss by acc-7` when another account's, as a pair rule's
+    /// are). Events of neither (a slow move, an analysed move) keep no name. Reads the first
     /// [`NAMED_GAMES`] games of each flag.
     async fn name_evidence(
         &self,

@@ -187,7 +187,8 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
     drop(guard);
     match result {
         Ok(Ok(r)) if r.files_unreadable > 0 => {
-            // The spool file could not be read (it was removed): nothing of it is in the lake.
+            // The spool file could not be read (and is removed like any other): nothing of it is
+            // in the lake, which the sender must hear.
             tracing::error!("a pushed body could not be read back from the inbox");
             json(
                 StatusCode::SERVICE_UNAVAILABLE,
