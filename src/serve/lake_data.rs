@@ -382,6 +382,30 @@ fn evidence(json: &str, refs: &[String]) -> Evidence {
     ev
 }
 
+/// An analysed move as evidence: the engine's best (and whether only a deep search finds it, and
+/// what a mistake would have cost, in men), or what the move played lost.
+fn judged_name(matched: bool, hard: bool, second_gap: i64, loss: i64) -> String {
+    if matched {
+        let hard = if hard { ", hard" } else { "" };
+        format!("engine's best{hard}, gap {:.2}", second_gap as f64 / 100.0)
+    } else {
+        format!("loss {:.2}", loss as f64 / 100.0)
+    }
+}
+
+/// A move as evidence: its think time against the clock, and whether the player was behind.
+fn move_name(think_ms: i64, limit_ms: Option<i64>, balance: Option<f64>) -> String {
+    let of = limit_ms
+        .map(|l| format!(" of {:.0} s", l as f64 / 1000.0))
+        .unwrap_or_default();
+    let behind = if balance.is_some_and(|b| b < 0.0) {
+        ", behind"
+    } else {
+        ""
+    };
+    format!("{:.1} s{of}{behind}", think_ms as f64 / 1000.0)
+}
+
 impl LakeData {
     pub fn new(lake: Lake) -> LakeData {
         LakeData {
@@ -556,8 +580,9 @@ impl LakeData {
     /// Names what each evidence event of the account's flags is, for the reviewer: the codes of
     /// its findings there (`not_own_piece`), else the departure or timeout there (`left:
     /// page_closed, behind`; `timeout: loss by acc-7` when another account's, as a pair rule's
-    /// are). Events of neither (a slow move, an analysed move) keep no name. Reads the first
-    /// [`NAMED_GAMES`] games of each flag.
+    /// are), else the account's move there: the engine's judgement when the game was analysed
+    /// (`engine's best, hard, gap 1.80`), else its think time (`27.4 s of 30 s, behind`). Reads the
+    /// first [`NAMED_GAMES`] games of each flag.
     async fn name_evidence(
         &self,
         g: &Guard,
@@ -641,6 +666,54 @@ impl LakeData {
                 names
                     .entry((game, seq))
                     .or_insert_with(|| vec![format!("{event}: {reason}{behind}{whose}")]);
+            }
+        }
+        // Events of neither are the account's own moves (a staller's slow moves, an engine
+        // user's analysed moves): read for the games that still have one, only when one does.
+        let unnamed: BTreeSet<&str> = flags
+            .iter()
+            .flat_map(|f| f.evidence.refs.iter())
+            .filter(|r| games.contains(r.game.as_str()))
+            .filter(|r| !names.contains_key(&(r.game.clone(), r.seq)))
+            .map(|r| r.game.as_str())
+            .collect();
+        if !unnamed.is_empty() {
+            let list = unnamed
+                .iter()
+                .map(|g| lit(g))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let moves_sql = format!(
+                "SELECT game, seq, think_ms, limit_ms, balance FROM moves \
+                 WHERE player = {acc} AND game IN ({list}){days}"
+            );
+            let judged_sql = format!(
+                "SELECT game, seq, matched, hard, second_gap, loss FROM move_analysis \
+                 WHERE player = {acc} AND game IN ({list}){days}"
+            );
+            let (moves, judged) =
+                tokio::join!(g.query_internal(&moves_sql), g.query_internal(&judged_sql));
+            let (moves, judged) = (moves.map_err(df_err)?, judged.map_err(df_err)?);
+            for (c, i) in each_row(&judged) {
+                if let (Some(game), Some(seq), Some(matched), Some(gap), Some(loss)) = (
+                    c.str("game", i),
+                    c.int("seq", i),
+                    c.bool("matched", i),
+                    c.int("second_gap", i),
+                    c.int("loss", i),
+                ) {
+                    let hard = c.bool("hard", i) == Some(true);
+                    let name = judged_name(matched, hard, gap, loss);
+                    names.entry((game, seq)).or_insert_with(|| vec![name]);
+                }
+            }
+            for (c, i) in each_row(&moves) {
+                if let (Some(game), Some(seq), Some(think)) =
+                    (c.str("game", i), c.int("seq", i), c.int("think_ms", i))
+                {
+                    let name = move_name(think, c.int("limit_ms", i), c.float("balance", i));
+                    names.entry((game, seq)).or_insert_with(|| vec![name]);
+                }
             }
         }
         for f in flags.iter_mut() {
@@ -1269,6 +1342,22 @@ impl DataSource for LakeData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moves_as_evidence_are_named_by_their_judgement_or_think_time() {
+        assert_eq!(
+            judged_name(true, true, 180, 0),
+            "engine's best, hard, gap 1.80"
+        );
+        assert_eq!(judged_name(true, false, 5, 0), "engine's best, gap 0.05");
+        assert_eq!(judged_name(false, true, 180, 250), "loss 2.50");
+        assert_eq!(
+            move_name(27_412, Some(30_000), Some(-2.0)),
+            "27.4 s of 30 s, behind"
+        );
+        assert_eq!(move_name(900, None, Some(0.0)), "0.9 s");
+        assert_eq!(move_name(9_000, Some(10_000), None), "9.0 s of 10 s");
+    }
 
     #[test]
     fn the_other_rows_of_a_merged_flag_are_shown_as_notes() {

@@ -74,7 +74,7 @@ fn the_lake_data_source_serves_queue_account_game_and_panels() {
 }
 
 /// The account page names each evidence event: a tamper attempt by its finding's code, a give-up
-/// by its departure or timeout; an event of neither (a ring's game start) stays unnamed.
+/// by its departure or timeout, a slow move by its think time; a ring's game start stays unnamed.
 #[test]
 fn evidence_events_are_named_by_their_findings_or_departures() {
     let data = LakeData::new(Lake::open(sample_lake()).unwrap());
@@ -96,6 +96,8 @@ fn evidence_events_are_named_by_their_findings_or_departures() {
                     }
                     "manipulation_attempts" => !r.note.is_empty() && !r.note.contains(':'),
                     "shared_device_ring" => r.note.is_empty(),
+                    // A slow move while behind: its think time against the clock.
+                    "stalling" => r.note.contains(" s of ") && r.note.ends_with(", behind"),
                     _ => true,
                 };
                 assert!(ok, "{} {}:{} named {:?}", f.rule, r.game, r.seq, r.note);
@@ -109,6 +111,7 @@ fn evidence_events_are_named_by_their_findings_or_departures() {
         "chip_dumping",
         "manipulation_attempts",
         "shared_device_ring",
+        "stalling",
     ] {
         assert!(
             seen.contains(rule),
