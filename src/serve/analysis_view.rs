@@ -80,8 +80,14 @@ pub fn describe(j: &MoveJudgement) -> String {
 
 /// The evaluation graph of a game: White's evaluation after each judged move (clamped to five
 /// men), a dot per move coloured by its loss and linked to the viewer at that seq; the move at
-/// `current` ringed.
-pub fn eval_graph_svg(game: &str, judged: &[MoveJudgement], white: &str, current: i64) -> String {
+/// `current` ringed. `focus` ends each link (`&for=...` keeps the viewer's marked account; "").
+pub fn eval_graph_svg(
+    game: &str,
+    focus: &str,
+    judged: &[MoveJudgement],
+    white: &str,
+    current: i64,
+) -> String {
     const W: f64 = 720.0;
     const H: f64 = 180.0;
     const PAD: f64 = 12.0;
@@ -119,9 +125,8 @@ pub fn eval_graph_svg(game: &str, judged: &[MoveJudgement], white: &str, current
         let (cx, cy) = (x(i), y(white_view(j, white)));
         let _ = write!(
             s,
-            "<a href=\"/game/{}?seq={}\"><circle class=\"ev-dot {}{}\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\"><title>{}</title></circle></a>",
-            esc(game),
-            j.seq,
+            "<a href=\"{}\"><circle class=\"ev-dot {}{}\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\"><title>{}</title></circle></a>",
+            esc(&format!("/game/{game}?seq={}{focus}", j.seq)),
             dot_class(j),
             if j.seq == current { " ev-current" } else { "" },
             if j.seq == current { 6 } else { 3 },
@@ -247,9 +252,11 @@ mod tests {
         ];
         assert_eq!(white_view(&moves[0], "w"), 40);
         assert_eq!(white_view(&moves[1], "w"), -60);
-        let svg = eval_graph_svg("g1", &moves, "w", 4);
+        let svg = eval_graph_svg("g1", "", &moves, "w", 4);
         assert_eq!(svg.matches("<circle").count(), 3);
         assert!(svg.contains("href=\"/game/g1?seq=4\""));
+        let marked = eval_graph_svg("g1", "&for=o%27b", &moves, "w", 4);
+        assert!(marked.contains("href=\"/game/g1?seq=4&amp;for=o%27b\""));
         assert!(svg.contains("ev-blunder ev-current"));
         // White's +90 men is clamped to the top edge (y = 12), Black's +0.6 men below the middle.
         assert!(svg.contains("cy=\"12.0\""));

@@ -1083,6 +1083,7 @@ struct GameAnalysisVm {
 /// The game page's analysis parts for the frame at `index`.
 fn analysis_parts(
     id: &str,
+    focus: &str,
     view: &super::data::GameView,
     fr: &[frames::Frame],
     index: usize,
@@ -1114,7 +1115,7 @@ fn analysis_parts(
         })
         .unwrap_or_default();
     let cur = &fr[index];
-    let graph = av::eval_graph_svg(id, &view.analysis, &white, cur.seq);
+    let graph = av::eval_graph_svg(id, focus, &view.analysis, &white, cur.seq);
     let note = format!(
         "Judged by {}; scores in hundredths of a man, White's side up.",
         view.analysis[0].engine
@@ -1313,7 +1314,7 @@ pub async fn game(
         .get(index)
         .map(|e| pretty_json(&e.raw))
         .unwrap_or_default();
-    let analysis = analysis_parts(&id, &view, &fr, index);
+    let analysis = analysis_parts(&id, &focus_q, &view, &fr, index);
     let t = GameTpl {
         l: Layout::new(&ctx, &format!("Game {id}")),
         id: id.clone(),
