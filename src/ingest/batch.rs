@@ -404,6 +404,18 @@ impl Ctx<'_, '_, '_> {
         };
         let resume = match source::resume_point(path, &fp, &self.sources, self.earlier) {
             Ok(r) => r,
+            // An archive that does not decompress up to where an earlier copy of it was read:
+            // waited for while it may still be written (a rotated file being compressed);
+            // complete (a pushed body, `--final`) or settled, it is corrupt, kept whole in
+            // quarantine once, instead of "unreadable" at every run.
+            Err(e) if e.raw_os_error().is_none() && (opts.final_files || source::settled(path)) => {
+                return self.corrupt_file(
+                    path,
+                    &format!(
+                        "the archive does not read up to where an earlier copy of it was: {e}"
+                    ),
+                );
+            }
             Err(e) => return self.unreadable(path, &e),
         };
         // A sealed archive is read again only when this file holds more than it did (a longer copy

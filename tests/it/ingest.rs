@@ -529,6 +529,54 @@ fn a_truncated_archive_with_lines_is_quarantined_once() {
     );
 }
 
+/// A copy of an archive already read, cut short before where that one was read to (a rotated
+/// file whose compression stopped): waited for while it may still be written; settled, it is
+/// kept whole in quarantine once, not "unreadable" at every run.
+#[test]
+fn a_cut_copy_of_an_archive_already_read_is_quarantined_once_settled() {
+    let (dir, logs) = scratch_logs();
+    let lines = sample_lines();
+    let whole = gzip(&lines[..2000].concat());
+    fs::write(logs.join("a.jsonl.gz"), &whole).unwrap();
+    let lake = dir.path().join("lake");
+    let first = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(first.lines_valid, 2000, "{first:?}");
+    let cut = logs.join("a-rotated.jsonl.gz");
+    fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let fresh = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(
+        (fresh.files_unreadable, fresh.files_corrupt, fresh.version),
+        (1, 0, None),
+        "a copy still being written is waited for: {fresh:?}"
+    );
+    fs::File::options()
+        .write(true)
+        .open(&cut)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    let settled = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(
+        (
+            settled.files_unreadable,
+            settled.files_corrupt,
+            settled.lines_valid
+        ),
+        (0, 1, 0),
+        "{settled:?}"
+    );
+    assert!(settled.version.is_some());
+    let reasons: Vec<String> = quarantine_rows(&lake).into_iter().map(|r| r.2).collect();
+    assert_eq!(reasons, ["corrupt_archive"]);
+    let again = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(
+        (again.files_unreadable, again.files_corrupt, again.version),
+        (0, 0, None),
+        "{again:?}"
+    );
+    assert_eq!(event_rows(&lake).len(), 2000, "nothing read twice");
+}
+
 /// A few MB of distinct, valid input: the sample with its game ids renamed per copy.
 fn big_input(dir: &Path, copies: usize) -> PathBuf {
     let logs = dir.join("logs");
