@@ -511,12 +511,7 @@ fn a_truncated_archive_with_lines_is_quarantined_once() {
     let cut = logs.join("cut.jsonl.gz");
     fs::write(&cut, &whole[..whole.len() * 2 / 3]).unwrap();
     // Unchanged for an hour: truncated for good.
-    fs::File::options()
-        .write(true)
-        .open(&cut)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
-        .unwrap();
+    settle(&cut);
     let lake = dir.path().join("lake");
     let first = ingest(&lake, std::slice::from_ref(&logs));
     assert!(first.lines_valid > 100, "{first:?}");
@@ -527,6 +522,16 @@ fn a_truncated_archive_with_lines_is_quarantined_once() {
         (0, 1, None),
         "{again:?}"
     );
+}
+
+/// Dates a file's last change an hour back: a file nobody writes any more.
+fn settle(path: &Path) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
 }
 
 /// A copy of an archive already read, cut short before where that one was read to (a rotated
@@ -549,12 +554,7 @@ fn a_cut_copy_of_an_archive_already_read_is_quarantined_once_settled() {
         (1, 0, None),
         "a copy still being written is waited for: {fresh:?}"
     );
-    fs::File::options()
-        .write(true)
-        .open(&cut)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
-        .unwrap();
+    settle(&cut);
     let settled = ingest(&lake, std::slice::from_ref(&logs));
     assert_eq!(
         (
