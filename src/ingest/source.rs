@@ -485,7 +485,11 @@ impl<'p> Windows<'p> {
             }
             match self.archive.as_ref().and_then(|all| all.get(&offset)) {
                 Some(Ok(w)) => w.clone(),
-                Some(Err((kind, message))) => return Err(io::Error::new(*kind, message.clone())),
+                // An error of the system keeps its code (a disk error is not a corrupt archive).
+                Some(Err((_, _, Some(code)))) => return Err(io::Error::from_raw_os_error(*code)),
+                Some(Err((kind, message, None))) => {
+                    return Err(io::Error::new(*kind, message.clone()));
+                }
                 None => windows_and_more(self.path, offset)?,
             }
         };
@@ -497,8 +501,8 @@ impl<'p> Windows<'p> {
 }
 
 /// What [`windows_and_more`] gives at one offset: (head, tail, more) or `None` when the content is
-/// shorter; an error keeps its kind and message.
-type WindowAt = Result<Option<(String, String, bool)>, (io::ErrorKind, String)>;
+/// shorter; an error keeps its kind, message and system error code.
+type WindowAt = Result<Option<(String, String, bool)>, (io::ErrorKind, String, Option<i32>)>;
 
 /// [`windows_and_more`] of an archive at each of `offsets`, in one pass over its content: what
 /// reading up to each offset, then one byte more, would give (the end right at it is "no more").
@@ -539,7 +543,8 @@ fn archive_windows(path: &Path, offsets: &[u64]) -> io::Result<BTreeMap<u64, Win
         return Ok(offsets
             .iter()
             .map(|&o| {
-                let w = windows_and_more(path, o).map_err(|e| (e.kind(), e.to_string()));
+                let w = windows_and_more(path, o)
+                    .map_err(|e| (e.kind(), e.to_string(), e.raw_os_error()));
                 (o, w)
             })
             .collect());
