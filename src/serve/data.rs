@@ -649,6 +649,18 @@ pub struct GameSummary {
     pub desynced: bool,
 }
 
+/// A think time as a reviewer reads it beside a move (bot-like steadiness, stalling): `850 ms`,
+/// `4.2 s`, `2 min 05 s`. The game viewer's timeline and the account page's evidence both say it so.
+pub fn think_text(ms: i64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1_000.0)
+    } else {
+        format!("{} min {:02} s", ms / 60_000, ms % 60_000 / 1_000)
+    }
+}
+
 /// One replay finding (docs/findings.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {

@@ -20,7 +20,7 @@ use crate::games::ludo::{self, PlayerStatus, TokenPos};
 use crate::log::syntax::EpochMs;
 use crate::log::{Body, Event, GameStarted, Kind, Mode, MoveAction, Status};
 
-use super::data::GameView;
+use super::data::{GameView, think_text};
 
 /// How a frame should look on the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -454,18 +454,6 @@ fn attempt_summary(who: &str, what: &str, e: &Event) -> (String, Tone) {
             Tone::Normal,
         ),
         None => (format!("{who} {what}"), Tone::Normal),
-    }
-}
-
-/// A think time as a reviewer reads it beside a move (bot-like steadiness, stalling): `850 ms`,
-/// `4.2 s`, `2 min 05 s`.
-fn think_text(ms: i64) -> String {
-    if ms < 1_000 {
-        format!("{ms} ms")
-    } else if ms < 60_000 {
-        format!("{:.1} s", ms as f64 / 1_000.0)
-    } else {
-        format!("{} min {:02} s", ms / 60_000, ms % 60_000 / 1_000)
     }
 }
 

@@ -382,6 +382,21 @@ fn evidence(json: &str, refs: &[String]) -> Evidence {
     ev
 }
 
+/// Texts as a list of SQL literals (`'a', 'b'`), for `IN (...)`.
+fn lit_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    items.into_iter().map(lit).collect::<Vec<_>>().join(", ")
+}
+
+/// Two internal queries read at once.
+async fn read_both(
+    g: &Guard,
+    a: &str,
+    b: &str,
+) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>), DataError> {
+    let (a, b) = tokio::join!(g.query_internal(a), g.query_internal(b));
+    Ok((a.map_err(df_err)?, b.map_err(df_err)?))
+}
+
 /// An analysed move as evidence: the engine's best (and whether only a deep search finds it, and
 /// what a mistake would have cost, in men), or what the move played lost.
 fn judged_name(matched: bool, hard: bool, second_gap: i64, loss: i64) -> String {
@@ -403,7 +418,7 @@ fn move_name(think_ms: i64, limit_ms: Option<i64>, balance: Option<f64>) -> Stri
     } else {
         ""
     };
-    format!("{:.1} s{of}{behind}", think_ms as f64 / 1000.0)
+    format!("{}{of}{behind}", think_text(think_ms))
 }
 
 impl LakeData {
@@ -606,7 +621,7 @@ impl LakeData {
         if games.is_empty() {
             return Ok(());
         }
-        let list = games.iter().map(|g| lit(g)).collect::<Vec<_>>().join(", ");
+        let list = lit_list(games.iter().copied());
         let acc = lit(id);
         // The events lie between the flags' first and last seen: only those days' partitions are
         // read (findings are filed under the day their game started: two days earlier at most).
@@ -632,11 +647,7 @@ impl LakeData {
             "SELECT game, seq, player, event, reason, losing FROM departures \
              WHERE game IN ({list}){days}"
         );
-        let (found, gone) = tokio::join!(
-            g.query_internal(&findings_sql),
-            g.query_internal(&departures_sql)
-        );
-        let (found, gone) = (found.map_err(df_err)?, gone.map_err(df_err)?);
+        let (found, gone) = read_both(g, &findings_sql, &departures_sql).await?;
         for (c, i) in each_row(&found) {
             if let (Some(game), Some(seq), Some(code)) =
                 (c.str("game", i), c.int("seq", i), c.str("code", i))
@@ -678,11 +689,7 @@ impl LakeData {
             .map(|r| r.game.as_str())
             .collect();
         if !unnamed.is_empty() {
-            let list = unnamed
-                .iter()
-                .map(|g| lit(g))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let list = lit_list(unnamed.iter().copied());
             let moves_sql = format!(
                 "SELECT game, seq, think_ms, limit_ms, balance FROM moves \
                  WHERE player = {acc} AND game IN ({list}){days}"
@@ -691,9 +698,7 @@ impl LakeData {
                 "SELECT game, seq, matched, hard, second_gap, loss FROM move_analysis \
                  WHERE player = {acc} AND game IN ({list}){days}"
             );
-            let (moves, judged) =
-                tokio::join!(g.query_internal(&moves_sql), g.query_internal(&judged_sql));
-            let (moves, judged) = (moves.map_err(df_err)?, judged.map_err(df_err)?);
+            let (moves, judged) = read_both(g, &moves_sql, &judged_sql).await?;
             for (c, i) in each_row(&judged) {
                 if let (Some(game), Some(seq), Some(matched), Some(gap), Some(loss)) = (
                     c.str("game", i),
@@ -805,7 +810,7 @@ impl LakeData {
                 if set.is_empty() {
                     "NULL".to_owned()
                 } else {
-                    set.iter().map(|h| lit(h)).collect::<Vec<_>>().join(", ")
+                    lit_list(set.iter().map(String::as_str))
                 }
             };
             let others = g
@@ -1355,7 +1360,11 @@ mod tests {
             move_name(27_412, Some(30_000), Some(-2.0)),
             "27.4 s of 30 s, behind"
         );
-        assert_eq!(move_name(900, None, Some(0.0)), "0.9 s");
+        assert_eq!(move_name(900, None, Some(0.0)), "900 ms");
+        assert_eq!(
+            move_name(125_000, Some(180_000), None),
+            "2 min 05 s of 180 s"
+        );
         assert_eq!(move_name(9_000, Some(10_000), None), "9.0 s of 10 s");
     }
 
