@@ -3,7 +3,9 @@
 //! A source file is recognised by its fingerprint (the SHA-256 of its first
 //! line) and checked by hashes of its first and last 64 KiB before its
 //! checkpoint, so a renamed, copied or compressed file is not ingested twice
-//! and a grown one is read from where the last run stopped. Every complete
+//! and a grown one is read from where the last run stopped; a shorter copy
+//! (an earlier state of a file read further) is compared byte for byte with
+//! the file that source was read from, when it is still there. Every complete
 //! line ends up either in `events` or in `quarantine`; a partial last line
 //! waits for the next run. One run is one lake commit.
 

@@ -730,6 +730,14 @@ pub fn resume_point(
             return Ok(Resume::known(path, s, false, true));
         }
     }
+    // A shorter copy of what a source was read past (a snapshot of a file being written, an
+    // earlier rotated copy, read after the longer one): nothing in it is new, as long as the file
+    // that source was read from still holds that content to compare with.
+    for s in candidates.iter().chain(&moved) {
+        if Path::new(&s.path) != path && copy_of_read_content(path, s) {
+            return Ok(Resume::known(path, s, false, true));
+        }
+    }
     let base_id = &fingerprint[..32.min(fingerprint.len())];
     let id = if candidates.is_empty() && !sources.contains_key(base_id) {
         base_id.to_string()
@@ -759,6 +767,58 @@ pub fn resume_point(
         more: true,
         superseded: false,
     })
+}
+
+/// Whether the whole decompressed content of `copy` is the beginning of what `source` was read to:
+/// the file at the source's path still has the source's window hashes at its offset, and `copy`'s
+/// bytes, a partial last line included, are its first bytes, no more than the offset. Any read
+/// error is a no (the copy is then read as a file of its own, as before this test).
+fn copy_of_read_content(copy: &Path, source: &SourceState) -> bool {
+    let of = Path::new(&source.path);
+    if Compression::sniff(copy).ok() == Some(Compression::None)
+        && std::fs::metadata(copy).is_ok_and(|m| m.len() > source.offset)
+    {
+        return false;
+    }
+    match windows_and_more(of, source.offset) {
+        Ok(Some((head, tail, _))) if head == source.head && tail == source.tail => {}
+        _ => return false,
+    }
+    let open = |p: &Path| open_content(p, Arc::new(AtomicU64::new(0))).map(|(_, r)| r);
+    let (Ok(mut a), Ok(mut b)) = (open(copy), open(of)) else {
+        return false;
+    };
+    let (mut abuf, mut bbuf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    let mut pos = 0u64;
+    loop {
+        let n = match read_full(&mut a, &mut abuf) {
+            Ok(0) => return pos > 0,
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        pos += n as u64;
+        if pos > source.offset {
+            return false;
+        }
+        match read_full(&mut b, &mut bbuf[..n]) {
+            Ok(m) if m == n && abuf[..n] == bbuf[..n] => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Reads until `buf` is full or the content ends: the bytes read.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 /// The first complete compressed member (gzip) or frame (zstd) of an archive that fails its checks

@@ -430,6 +430,35 @@ fn copies_of_a_file_in_one_run_are_read_once() {
 }
 
 #[test]
+fn a_shorter_copy_read_after_the_longer_file_adds_nothing() {
+    let (dir, logs) = scratch_logs();
+    let lines = sample_lines();
+    // In one run: the file, then (by name) an archive of an earlier state of it and a plain
+    // snapshot cut in the middle of a line.
+    fs::write(logs.join("srv.jsonl"), lines[..300].concat()).unwrap();
+    fs::write(logs.join("srv.jsonl.gz"), gzip(&lines[..120].concat())).unwrap();
+    let cut = [lines[..200].concat(), lines[200][..40].to_vec()].concat();
+    fs::write(logs.join("srv.snapshot.jsonl"), &cut).unwrap();
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.lines_valid, r.files_unchanged), (300, 2), "{r:?}");
+    // The file grows; then, in a later run, a copy of the state the first run read turns up.
+    fs::write(logs.join("srv.jsonl"), lines[..400].concat()).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.lines_valid, r.files_grown), (100, 1), "{r:?}");
+    fs::write(logs.join("srv.then.jsonl"), lines[..300].concat()).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.lines_read, r.files_unchanged), (0, 4), "{r:?}");
+    assert_same_as_one_file(&lake, dir.path(), &lines[..400].concat());
+    // A shorter file that differs from the longer one is a file of its own.
+    let mut other = lines[..50].concat();
+    other.extend_from_slice(&lines[1000]);
+    fs::write(logs.join("srv.other.jsonl"), other).unwrap();
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.files_new, r.lines_valid), (1, 51), "{r:?}");
+}
+
+#[test]
 fn a_sealed_archive_continued_by_a_longer_file_is_read_to_the_end() {
     let (dir, logs) = scratch_logs();
     let lines = sample_lines();
