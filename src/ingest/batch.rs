@@ -382,6 +382,14 @@ impl Ctx<'_, '_, '_> {
         }
         let fp = match source::fingerprint(path) {
             Ok(source::Fingerprint::Ready(fp)) => fp,
+            // An empty file named as an archive: no compressor leaves one for five minutes.
+            Ok(source::Fingerprint::Waiting)
+                if source::named_archive(path)
+                    && std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+                    && (opts.final_files || source::settled(path)) =>
+            {
+                return self.corrupt_file(path, "an empty file named as an archive");
+            }
             Ok(source::Fingerprint::Waiting) => {
                 self.report.files_waiting += 1;
                 if opts.final_files {

@@ -26,7 +26,8 @@ pub enum Compression {
 }
 
 impl Compression {
-    /// Sniffs the magic number (gzip `1f 8b`, zstd `28 b5 2f fd`).
+    /// Sniffs the magic number (gzip `1f 8b`, zstd `28 b5 2f fd`, or a zstd skippable frame
+    /// `5? 2a 4d 18`, which `pzstd` and other writers put first).
     pub fn sniff(path: &Path) -> io::Result<Compression> {
         let mut magic = [0u8; 4];
         let mut f = File::open(path)?;
@@ -40,7 +41,10 @@ impl Compression {
         }
         Ok(if n >= 2 && magic[..2] == [0x1f, 0x8b] {
             Compression::Gzip
-        } else if n >= 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
+        } else if n >= 4
+            && (magic == [0x28, 0xb5, 0x2f, 0xfd]
+                || (magic[0] & 0xf0 == 0x50 && magic[1..] == [0x2a, 0x4d, 0x18]))
+        {
             Compression::Zstd
         } else {
             Compression::None
@@ -52,20 +56,29 @@ impl Compression {
 /// good (and is quarantined) rather than still being written.
 pub const ARCHIVE_SETTLE: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// The compression a file's name says (`.gz`, `.zst`), if any.
+fn named_compression(path: &Path) -> Option<Compression> {
+    let name = path.file_name()?.to_string_lossy();
+    if name.ends_with(".gz") {
+        Some(Compression::Gzip)
+    } else if name.ends_with(".zst") {
+        Some(Compression::Zstd)
+    } else {
+        None
+    }
+}
+
+/// Whether a file's name says it is compressed (`.gz`, `.zst`).
+pub fn named_archive(path: &Path) -> bool {
+    named_compression(path).is_some()
+}
+
 /// Why a file's name and content disagree: a `.gz` that is not gzip, a `.zst` that is not zstd.
 pub fn container_mismatch(path: &Path) -> io::Result<Option<String>> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let found = Compression::sniff(path)?;
-    let expected = if name.ends_with(".gz") {
-        Compression::Gzip
-    } else if name.ends_with(".zst") {
-        Compression::Zstd
-    } else {
+    let Some(expected) = named_compression(path) else {
         return Ok(None);
     };
+    let found = Compression::sniff(path)?;
     if found == expected || std::fs::metadata(path)?.len() == 0 {
         return Ok(None);
     }

@@ -553,6 +553,33 @@ fn a_truncated_archive_with_lines_is_quarantined_once() {
     );
 }
 
+#[test]
+fn a_zstd_archive_opening_with_a_skippable_frame_is_read_and_an_empty_archive_settles_as_corrupt() {
+    let (dir, logs) = scratch_logs();
+    let lines = sample_lines();
+    // A skippable frame (magic 0x184D2A5?, little endian, then its length and content), as
+    // pzstd writes first, then the content.
+    let mut zst = vec![0x53, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+    zst.extend(zstd::encode_all(&lines[..300].concat()[..], 3).unwrap());
+    fs::write(logs.join("a.jsonl.zst"), zst).unwrap();
+    let empty = logs.join("b.jsonl.gz");
+    fs::write(&empty, b"").unwrap();
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!(
+        (r.lines_valid, r.files_corrupt, r.files_waiting),
+        (300, 0, 1),
+        "{r:?}"
+    );
+    // Empty for an hour: no compressor is writing it.
+    settle(&empty);
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.files_corrupt, r.files_waiting), (1, 0), "{r:?}");
+    let again = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((again.files_corrupt, again.version), (0, None), "{again:?}");
+    assert_same_as_one_file(&lake, dir.path(), &lines[..300].concat());
+}
+
 /// Dates a file's last change an hour back: a file nobody writes any more.
 fn settle(path: &Path) {
     fs::File::options()
