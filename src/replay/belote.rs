@@ -25,6 +25,8 @@ pub struct BeloteRules {
     turn_since: i64,
     turn_changed: i64,
     owed: Option<Owed>,
+    /// When the timeout that owes `owed` was logged.
+    owed_at: i64,
     /// The engine's end of the current deal, to compare with `deal_ended`.
     deal_end: Option<DealEnd>,
     ply: i64,
@@ -67,6 +69,7 @@ impl BeloteRules {
             turn_since: cx.start_ts(),
             turn_changed: cx.start_ts(),
             owed: None,
+            owed_at: 0,
             deal_end: None,
             ply: 0,
         }
@@ -139,7 +142,17 @@ impl BeloteRules {
             cx.stats(player).rejected += 1;
         }
         let decided = cx.decision.is_some();
-        let on_turn = p.is_some() && self.to_act() == p && !decided;
+        // A rejected attempt logged between a timeout and the automatic bid or card it owes (the
+        // contract fixes no order between them; the engine has already applied that action): the
+        // turn is the server's, whoever sent it, since the timeout.
+        let awaiting_auto = self.owed.is_some() && !a.accepted() && !decided;
+        let on_turn = p.is_some() && self.to_act() == p && !decided && !awaiting_auto;
+        let since_turn = ts
+            - if awaiting_auto {
+                self.owed_at
+            } else {
+                self.turn_changed
+            };
         let owed = match (self.owed, p) {
             (Some(Owed::Bid(q)), Some(p)) | (Some(Owed::Card(q, _)), Some(p)) if q == p => {
                 self.owed
@@ -156,6 +169,8 @@ impl BeloteRules {
             Some(Err(Code::AfterEnd))
         } else if cx.desynced {
             None
+        } else if awaiting_auto {
+            Some(Err(Code::OutOfTurn))
         } else {
             match (&self.m, p, &parsed) {
                 (_, None, _) => Some(Err(Code::OutOfTurn)),
@@ -187,7 +202,7 @@ impl BeloteRules {
                 text,
                 attempt: a,
                 on_turn,
-                since_turn_ms: ts - self.turn_changed,
+                since_turn_ms: since_turn,
                 limit_ms: Some(self.limit_ms),
                 verdict,
                 what,
@@ -216,7 +231,7 @@ impl BeloteRules {
             limit_ms: Some(self.limit_ms),
             turn_ms: on_turn.then_some(ts - self.turn_since),
             on_turn,
-            since_turn_ms: Some(ts - self.turn_changed),
+            since_turn_ms: Some(since_turn),
             legal_count,
             forced: legal_count.map(|n| n == 1),
             capture: None,
@@ -578,12 +593,14 @@ impl Rules for BeloteRules {
                             match outcome {
                                 b::TimeoutOutcome::AutoBid(o) => {
                                     self.owed = Some(Owed::Bid(p));
+                                    self.owed_at = ev.ts();
                                     if let BidOutcome::Void(de) = o {
                                         self.deal_end = Some(de);
                                     }
                                 }
                                 b::TimeoutOutcome::AutoPlay(o) => {
                                     self.owed = Some(Owed::Card(p, o.card));
+                                    self.owed_at = ev.ts();
                                     if let Some(de) = o.deal_end {
                                         self.deal_end = Some(de);
                                     }

@@ -24,6 +24,8 @@ pub struct DraughtsRules {
     turn_since: i64,
     consecutive: [u32; 2],
     pending_auto: Option<Color>,
+    /// When the timeout that owes `pending_auto` was logged.
+    owed_at: i64,
     draw_offer: Option<Color>,
     duels: u64,
     ply: i64,
@@ -83,6 +85,7 @@ impl DraughtsRules {
             turn_since: 0,
             consecutive: [0, 0],
             pending_auto: None,
+            owed_at: 0,
             draw_offer: None,
             duels: 0,
             ply: 0,
@@ -149,13 +152,22 @@ impl DraughtsRules {
         let color = self.color_of(player);
         let pos = *self.game.position();
         let decided = cx.decision.is_some();
-        let on_turn = color == Some(pos.turn()) && !decided;
+        // A rejected attempt logged between a timeout and the automatic move it owes (the contract
+        // fixes no order between them): the turn is the server's, whoever sent it, since the timeout.
+        let awaiting_auto = self.pending_auto.is_some() && !a.accepted() && !decided;
+        let on_turn = color == Some(pos.turn()) && !decided && !awaiting_auto;
+        let since_turn = ts
+            - if awaiting_auto {
+                self.owed_at
+            } else {
+                self.turn_since
+            };
         let legal_count = self.game.legal_move_count() as i64;
         let verdict: Option<Result<d::Move, Code>> = if decided {
             Some(Err(Code::AfterEnd))
         } else if cx.desynced {
             None
-        } else if color.is_none() || color != Some(pos.turn()) {
+        } else if color.is_none() || color != Some(pos.turn()) || awaiting_auto {
             Some(Err(Code::OutOfTurn))
         } else if !self.game.selection_done() {
             Some(Err(Code::WrongPhase))
@@ -171,7 +183,7 @@ impl DraughtsRules {
                 text,
                 attempt: a,
                 on_turn,
-                since_turn_ms: ts - self.turn_since,
+                since_turn_ms: since_turn,
                 limit_ms: Some(limit),
                 verdict: verdict
                     .as_ref()
@@ -210,7 +222,7 @@ impl DraughtsRules {
             limit_ms: Some(limit),
             turn_ms: on_turn.then_some(ts - self.turn_since),
             on_turn,
-            since_turn_ms: Some(ts - self.turn_since),
+            since_turn_ms: Some(since_turn),
             legal_count: (!decided).then_some(legal_count),
             forced: (!decided).then_some(legal_count == 1),
             capture,
@@ -601,6 +613,7 @@ impl Rules for DraughtsRules {
                     );
                 } else {
                     self.pending_auto = Some(color);
+                    self.owed_at = ts;
                 }
                 let balance = self.balance(color);
                 cx.departures.push(DepartureRow {

@@ -52,6 +52,8 @@ pub struct LudoRules {
     turn_changed: i64,
     /// The automatic move the server owes after a timeout in the move phase: (player, token or pass).
     owed_auto: Option<(usize, Option<u8>)>,
+    /// When the timeout that owes `owed_auto` was logged.
+    owed_at: i64,
     /// The last roll's value, for the moves table.
     die: Option<u8>,
     ply: i64,
@@ -101,6 +103,7 @@ impl LudoRules {
             turn_since: cx.start_ts(),
             turn_changed: cx.start_ts(),
             owed_auto: None,
+            owed_at: 0,
             die: None,
             ply: 0,
             last_elimination: None,
@@ -213,7 +216,17 @@ impl LudoRules {
         } else {
             cx.stats(player).rejected += 1;
         }
-        let on_turn = p.is_some() && self.current() == p && !decided;
+        // A rejected attempt logged between a timeout and the automatic move it owes (the contract
+        // fixes no order between them; the engine has already applied that move): the turn is the
+        // server's, whoever sent it, since the timeout.
+        let awaiting_auto = self.owed_auto.is_some() && !a.accepted() && !decided;
+        let on_turn = p.is_some() && self.current() == p && !decided && !awaiting_auto;
+        let since_turn = ts
+            - if awaiting_auto {
+                self.owed_at
+            } else {
+                self.turn_changed
+            };
         let (legal_count, balance) = match (&self.game, p, self.die) {
             (Some(g), Some(p), Some(v)) => (
                 Some(g.legal_tokens_for(p, v).len() as i64),
@@ -230,6 +243,8 @@ impl LudoRules {
             Some(Err(Code::AfterEnd))
         } else if cx.desynced {
             None
+        } else if awaiting_auto {
+            Some(Err(Code::OutOfTurn))
         } else {
             match (&self.game, p) {
                 (_, None) => Some(Err(Code::OutOfTurn)),
@@ -252,7 +267,7 @@ impl LudoRules {
                 text: &text,
                 attempt: a,
                 on_turn,
-                since_turn_ms: ts - self.turn_changed,
+                since_turn_ms: since_turn,
                 limit_ms: Some(self.limit_ms),
                 verdict,
                 what: if token.is_some() { "token" } else { "pass" },
@@ -343,7 +358,7 @@ impl LudoRules {
             limit_ms: Some(self.limit_ms),
             turn_ms: on_turn.then_some(ts - self.turn_since),
             on_turn,
-            since_turn_ms: Some(ts - self.turn_changed),
+            since_turn_ms: Some(since_turn),
             legal_count,
             forced: legal_count.map(|n| n == 1),
             capture,
@@ -412,8 +427,14 @@ impl LudoRules {
                     }
                     match outcome {
                         l::TimeoutOutcome::AutoRoll => {}
-                        l::TimeoutOutcome::AutoMove(o) => self.owed_auto = Some((p, Some(o.token))),
-                        l::TimeoutOutcome::AutoPass(_) => self.owed_auto = Some((p, None)),
+                        l::TimeoutOutcome::AutoMove(o) => {
+                            self.owed_auto = Some((p, Some(o.token)));
+                            self.owed_at = ev.ts();
+                        }
+                        l::TimeoutOutcome::AutoPass(_) => {
+                            self.owed_auto = Some((p, None));
+                            self.owed_at = ev.ts();
+                        }
                         l::TimeoutOutcome::Forfeit { .. } => {
                             decisive = true;
                             self.last_elimination = Some(EndReason::Timeouts);

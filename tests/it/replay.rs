@@ -474,6 +474,79 @@ fn a_pass_marked_automatic_is_no_finding() {
     );
 }
 
+/// An attempt the server rejects after a timeout, before it logs the automatic action it owes
+/// (the contract fixes no order between them), from the player who timed out or from another:
+/// out of turn since the timeout (a race), never a legal action wrongly rejected, whatever the
+/// engine's state after the automatic action it already applied.
+#[test]
+fn an_attempt_between_a_timeout_and_the_automatic_action_is_out_of_turn() {
+    use serde_json::Value;
+    let run = crate::sim::common::clean();
+    let mut tried = BTreeMap::new();
+    for g in run.games().values() {
+        let lines: Vec<Value> = g
+            .lines
+            .iter()
+            .map(|(t, _)| serde_json::from_str(t).unwrap())
+            .collect();
+        let kind = lines[0]["kind"].as_str().unwrap_or_default().to_string();
+        if tried.get(&kind).is_some_and(|n| *n >= 3) {
+            continue;
+        }
+        // A timeout that owes an action, followed by that automatic action.
+        let Some(t) = (1..lines.len() - 1).find(|&i| {
+            lines[i]["type"] == "timeout"
+                && lines[i]["outcome"] == "auto"
+                && lines[i + 1]["auto"] == true
+                && lines[i + 1]["player"] == lines[i]["player"]
+        }) else {
+            continue;
+        };
+        if !found(&relink(&lines)).is_empty() {
+            continue;
+        }
+        let late = lines[t]["player"].clone();
+        let other = lines[0]["players"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["account"].clone())
+            .find(|a| *a != late)
+            .unwrap();
+        let mut g = lines.clone();
+        for (k, who) in [late, other].into_iter().enumerate() {
+            let mut attempt = lines[t + 1].clone();
+            attempt["player"] = who;
+            attempt["status"] = "rejected".into();
+            attempt["reason"] = if k == 0 { "not_your_turn" } else { "illegal" }.into();
+            attempt["auto"] = false.into();
+            attempt["think_ms"] = 500.into();
+            attempt["ts"] = lines[t]["ts"].clone();
+            g.insert(t + 1 + k, attempt);
+        }
+        renumber(&mut g);
+        let at = |k: usize| (t + 1 + k) as i64;
+        assert_eq!(
+            found(&relink(&g)),
+            vec![(at(0), "out_of_turn".into()), (at(1), "out_of_turn".into())],
+            "{} ({kind}) at seq {t}",
+            g[0]["game"]
+        );
+        let replayed = replay_text(&relink(&g));
+        let moves = &replayed.values().next().unwrap().moves;
+        for k in 0..2 {
+            let row = moves.iter().find(|m| m.seq == at(k)).unwrap();
+            assert_eq!((row.on_turn, row.since_turn_ms), (false, Some(0)), "{kind}");
+        }
+        *tried.entry(kind).or_insert(0) += 1;
+    }
+    assert_eq!(
+        tried.keys().collect::<Vec<_>>(),
+        ["belote", "draughts8", "ludo"],
+        "{tried:?}"
+    );
+}
+
 #[test]
 fn a_draw_offered_before_the_offerers_own_move_stands_until_the_opponent_moves() {
     use serde_json::{Value, json};
