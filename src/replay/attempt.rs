@@ -93,7 +93,10 @@ pub fn judge_attempt(cx: &mut Cx<'_>, a: &Attempted<'_>) {
                     "{} {text} sent out of turn ({} ms after the turn changed)",
                     a.what, a.since_turn_ms
                 ),
-                Code::AfterEnd => format!("{} {text} sent after the game was decided", a.what),
+                Code::AfterEnd => format!(
+                    "{} {text} sent after the game was over for the player",
+                    a.what
+                ),
                 _ => format!("illegal {} {text}: {}", a.what, cause_sentence(cause)),
             };
             let f = cx

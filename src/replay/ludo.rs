@@ -237,9 +237,14 @@ impl LudoRules {
         };
         // The server's automatic move after a timeout was applied when the timeout was replayed.
         let owed = self.owed_auto.filter(|(q, _)| Some(*q) == p);
+        // A player who left or forfeited while the others play on: the game is over for them.
+        let gone = match (&self.game, p) {
+            (Some(g), Some(p)) => g.status(p).is_some_and(|s| s != l::PlayerStatus::Playing),
+            _ => false,
+        };
         let verdict: Option<Result<(), Code>> = if owed.is_some() && a.accepted() {
             Some(Ok(()))
-        } else if decided {
+        } else if decided || gone {
             Some(Err(Code::AfterEnd))
         } else if cx.desynced {
             None

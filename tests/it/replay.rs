@@ -547,6 +547,52 @@ fn an_attempt_between_a_timeout_and_the_automatic_action_is_out_of_turn() {
     );
 }
 
+/// A Ludo player who left while the others play on: a late attempt of theirs, rejected
+/// `game_over` (or `not_your_turn`), is an attempt after the game was over for them, not out of
+/// turn (which counts as tampering once a second has passed) nor a wrong reason.
+#[test]
+fn an_attempt_from_a_ludo_player_who_left_is_after_their_end() {
+    use serde_json::Value;
+    let run = crate::sim::common::clean();
+    let mut tried = 0;
+    for g in run.games().values() {
+        let lines: Vec<Value> = g
+            .lines
+            .iter()
+            .map(|(t, _)| serde_json::from_str(t).unwrap())
+            .collect();
+        // A departure followed by a roll: the game goes on without the player.
+        let Some(at) = (1..lines.len() - 1)
+            .find(|&i| lines[i]["type"] == "left" && lines[i + 1]["type"] == "roll")
+        else {
+            continue;
+        };
+        if lines[0]["kind"] != "ludo" || !found(&relink(&lines)).is_empty() {
+            continue;
+        }
+        for reason in ["game_over", "not_your_turn"] {
+            let mut g = lines.clone();
+            let mut late = serde_json::json!({"v": 1, "game": lines[0]["game"], "seq": 0,
+                "ts": lines[at + 1]["ts"], "type": "move", "player": lines[at]["player"],
+                "token": 0, "status": "rejected", "reason": reason, "think_ms": 40000});
+            late["auto"] = false.into();
+            g.insert(at + 2, late);
+            renumber(&mut g);
+            assert_eq!(
+                found(&relink(&g)),
+                vec![((at + 2) as i64, "after_end".into())],
+                "{} {reason}",
+                g[0]["game"]
+            );
+        }
+        tried += 1;
+        if tried == 3 {
+            break;
+        }
+    }
+    assert!(tried > 0, "no Ludo game goes on after a departure");
+}
+
 #[test]
 fn a_draw_offered_before_the_offerers_own_move_stands_until_the_opponent_moves() {
     use serde_json::{Value, json};
