@@ -695,6 +695,8 @@ def sim_ludo(ctx, gid, vname, accs, stake, t0, script, fault):
                 sixes += 1
                 if V["three_sixes"] and sixes == 3:
                     break  # third six: not played, turn passes
+            else:
+                sixes = 0  # 6, 6, then a bonus roll of 3: the next 6 is not a third in a row
             mv = movable(cur, value)
             bonus = value == 6 and V["bonus_on_six"]
             if not mv:
