@@ -122,9 +122,12 @@ pub fn parse_line(line: &[u8]) -> Result<Event, Reject> {
 
 /// Parses and validates one line (without its newline), keeping the detail text.
 pub fn parse_line_detail(line: &[u8]) -> Result<Parsed, Reject> {
-    if line.len() > MAX_LINE_BYTES {
+    // The limit is on the content: a byte order mark and the CR of a CRLF line end do not count.
+    let content = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+    let content = content.strip_suffix(b"\r").unwrap_or(content);
+    if content.len() > MAX_LINE_BYTES {
         return Err(Reject::TooLong {
-            len: line.len(),
+            len: content.len(),
             max: MAX_LINE_BYTES,
         });
     }
@@ -383,8 +386,15 @@ fn typed_error(field: &str, expected: &'static str, e: &serde_json::Error) -> Re
         .strip_prefix("duplicate field `")
         .and_then(|rest| rest.split('`').next())
     {
-        // A key twice in a nested object (a player, the clock): the same reason as at the top.
+        // A key twice in a nested object (a player, the clock, a deal's points): the same
+        // reason as at the top.
         Reject::DuplicateField(format!("{field}.{key}"))
+    } else if let Some(key) = msg
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        // A required key missing from a nested object (a player's device, the variant's tokens).
+        Reject::MissingField(format!("{field}.{key}"))
     } else {
         invalid(field, msg)
     }
@@ -414,9 +424,10 @@ fn raw_string<'a>(s: &'a str, name: &str) -> Result<Cow<'a, str>, Reject> {
     if !s.contains('\\') && s.len() >= 2 {
         return Ok(Cow::Borrowed(&s[1..s.len() - 1]));
     }
+    // A string token (the line parsed as JSON) whose escapes do not decode: a lone surrogate.
     serde_json::from_str::<String>(s)
         .map(Cow::Owned)
-        .map_err(|_| wrong(name, "a string"))
+        .map_err(|e| invalid(name, e.to_string()))
 }
 
 fn names<E: Copy>(all: &[E], f: fn(E) -> &'static str) -> Vec<&'static str> {
@@ -838,9 +849,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OrderedMap<T> {
                         None => out.iter().any(|(o, _)| *o == k),
                     };
                     if twice {
-                        return Err(de::Error::custom(format_args!(
-                            "account `{k}` appears twice"
-                        )));
+                        return Err(de::Error::custom(format_args!("duplicate field `{k}`")));
                     }
                     out.push((k, map.next_value()?));
                     if many.is_none() && out.len() > FEW_KEYS {
@@ -1438,5 +1447,42 @@ mod tests {
         );
         let long = vec![b' '; MAX_LINE_BYTES + 1];
         assert_eq!(parse_line(&long).unwrap_err().code(), "line_too_long");
+        // A line of exactly the limit, padded by an unknown field, with a BOM and a CRLF's CR:
+        // they do not count; one byte more does.
+        let pad = MAX_LINE_BYTES - START.len() - ",\"pad\":\"\"".len();
+        let full = format!(
+            "{},\"pad\":\"{}\"}}",
+            &START[..START.len() - 1],
+            "x".repeat(pad)
+        );
+        assert_eq!(full.len(), MAX_LINE_BYTES);
+        let framed = format!("\u{feff}{full}\r");
+        assert!(parse_line(framed.as_bytes()).is_ok());
+        let over = framed.replacen("\"x", "\"xx", 1);
+        assert_eq!(
+            parse_line(over.as_bytes()).unwrap_err(),
+            Reject::TooLong {
+                len: MAX_LINE_BYTES + 1,
+                max: MAX_LINE_BYTES
+            }
+        );
+    }
+
+    #[test]
+    fn nested_keys_missing_or_twice_are_named_with_their_object() {
+        let no_device = START.replacen(",\"device\":\"dv-51a0\"", "", 1);
+        assert_eq!(
+            line(&no_device).unwrap_err(),
+            Reject::MissingField("players.device".into())
+        );
+        let end = r#"{"v":1,"game":"b-1","seq":9,"ts":"2026-11-29T20:15:00.000Z","type":"deal_ended","deal":0,"points":{"a":10,"a":20},"totals":{"a":10,"b":152},"outcome":"made","prev":"PREV"}"#
+            .replace("PREV", &"0".repeat(64));
+        assert_eq!(
+            line(&end).unwrap_err(),
+            Reject::DuplicateField("points.a".into())
+        );
+        // A lone surrogate in a known string is a string that does not decode: not a wrong type.
+        let lone = START.replacen("acc-1", "acc-\\ud800", 1);
+        assert_eq!(line(&lone).unwrap_err().code(), "invalid_value");
     }
 }
