@@ -402,7 +402,8 @@ fn typed_error(field: &str, expected: &'static str, e: &serde_json::Error) -> Re
 
 fn raw_int(s: &str, name: &str) -> Result<i64, Reject> {
     let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+    // `-0` is what serde_json, which reads the nested numbers, takes for a float: the same here.
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) || s == "-0" {
         return Err(wrong(name, "an integer"));
     }
     s.parse::<i64>()
@@ -437,7 +438,13 @@ fn names<E: Copy>(all: &[E], f: fn(E) -> &'static str) -> Vec<&'static str> {
 fn parse_fields(f: &mut Fields<'_>) -> Result<Event, Reject> {
     // Envelope, in a fixed order so that the reason names the first problem.
     let v_raw = f.req("v")?;
-    let v = raw_int(v_raw, "v")?;
+    let v = match raw_int(v_raw, "v") {
+        // An integer too large for 64 bits is still an integer other than 1.
+        Err(Reject::InvalidValue { .. }) => {
+            return Err(Reject::UnsupportedVersion(v_raw.to_string()));
+        }
+        v => v?,
+    };
     if v != 1 {
         return Err(Reject::UnsupportedVersion(v.to_string()));
     }
@@ -1481,6 +1488,13 @@ mod tests {
             line(&end).unwrap_err(),
             Reject::DuplicateField("points.a".into())
         );
+        // Minus zero is a float to serde_json, at the top as nested; a huge version is a version.
+        let minus_zero = START.replacen("\"stake\":100", "\"stake\":-0", 1);
+        assert_eq!(line(&minus_zero).unwrap_err().code(), "wrong_type");
+        let nested = START.replacen("\"move_s\":30", "\"move_s\":-0", 1);
+        assert_eq!(line(&nested).unwrap_err().code(), "wrong_type");
+        let huge = START.replacen("\"v\":1", "\"v\":99999999999999999999", 1);
+        assert_eq!(line(&huge).unwrap_err().code(), "unsupported_version");
         // A lone surrogate in a known string is a string that does not decode: not a wrong type.
         let lone = START.replacen("acc-1", "acc-\\ud800", 1);
         assert_eq!(line(&lone).unwrap_err().code(), "invalid_value");
