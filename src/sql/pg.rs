@@ -199,14 +199,16 @@ pub fn refusal(statement: &Statement) -> Option<String> {
 /// with DataFusion's parser, its nesting and statements (what only DataFusion
 /// parses, `CREATE EXTERNAL TABLE` and `COPY ... TO`, gets the same messages as
 /// the CLI; several statements in one text are refused). Text DataFusion cannot
-/// parse is left to the wire's parser, and every parsed statement still
-/// meets [`ReadOnlyHook`].
+/// parse (what the wire's own parser handles, such as `ABORT`) is left to it once
+/// its tokens hold one statement and no deeper nesting of brackets than the limit
+/// (the wire runs every statement of a text: `ABORT; SELECT ...` ran its queries
+/// past these checks), and every parsed statement still meets [`ReadOnlyHook`].
 pub fn precheck(sql: &str) -> PgWireResult<()> {
     use datafusion::sql::parser::DFParser;
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     bounds::check_size(sql).map_err(|e| user_error(PROGRAM_LIMIT, e.to_string()))?;
     let Ok(statements) = DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}) else {
-        return Ok(());
+        return lexical_precheck(sql);
     };
     let statements: Vec<DFStatement> = statements.into_iter().collect();
     if statements.len() > 1 {
@@ -235,6 +237,55 @@ pub fn precheck(sql: &str) -> PgWireResult<()> {
     }
     Ok(())
 }
+
+/// What [`precheck`] asks of a text DataFusion cannot parse, from its tokens alone: one
+/// statement, brackets nested no deeper than [`bounds::MAX_EXPR_DEPTH`].
+fn lexical_precheck(sql: &str) -> PgWireResult<()> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| user_error(SYNTAX_ERROR, format!("the query cannot be read: {e}")))?;
+    let (mut statements, mut open, mut depth, mut deepest) = (0usize, false, 0usize, 0usize);
+    for t in &tokens {
+        match t {
+            Token::Whitespace(_) => continue,
+            Token::SemiColon => {
+                open = false;
+                continue;
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            Token::RParen | Token::RBracket | Token::RBrace => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if !open {
+            open = true;
+            statements += 1;
+        }
+    }
+    if statements > 1 {
+        return Err(user_error(
+            READ_ONLY,
+            format!("refused: {statements} statements in one query; send one statement at a time"),
+        ));
+    }
+    if deepest > bounds::MAX_EXPR_DEPTH {
+        return Err(user_error(
+            PROGRAM_LIMIT,
+            format!(
+                "refused: brackets nested more than {} levels deep",
+                bounds::MAX_EXPR_DEPTH
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// SQLSTATE `syntax_error`.
+const SYNTAX_ERROR: &str = "42601";
 
 /// SQLSTATE `program_limit_exceeded` (a query too long or too deeply nested).
 const PROGRAM_LIMIT: &str = "54000";
@@ -1157,8 +1208,18 @@ mod tests {
             "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
             "COPY (SELECT 1) TO '/tmp/x.csv'",
             "SELECT 1; DROP TABLE events",
+            // DataFusion cannot parse ABORT; the wire runs what follows it.
+            "ABORT; SELECT 1",
+            "SELECT 1; ABORT",
+            &format!("ABORT; SELECT (1{}) AS deep", "+1".repeat(2000)),
+            &format!("ABORT {}1{}", "(".repeat(300), ")".repeat(300)),
+            "ABORT 'unterminated",
         ] {
             assert!(precheck(bad).is_err(), "{bad}");
+        }
+        // Alone, or with a closing semicolon, what only the wire reads is left to it.
+        for fine in ["ABORT", "ABORT;", " ABORT ; ", "-- c\nABORT"] {
+            assert!(precheck(fine).is_ok(), "{fine}");
         }
     }
 }
