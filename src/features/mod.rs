@@ -1377,11 +1377,13 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<u64, FeaturesError> 
         path: path.to_path_buf(),
         source,
     })?;
-    let bytes = ParquetWriter::new(file)
+    ParquetWriter::new(file)
         .with_compression(ParquetCompression::Zstd(None))
         // Minimum, maximum and null count (what readers prune on); not the distinct counts, which
         // no reader here uses and which cost a hash of every value at every pass of the stream.
         .with_statistics(StatisticsOptions::default())
         .finish(df)?;
-    Ok(bytes)
+    // polars declares its text columns `string_view` in the file's Arrow schema, whatever the
+    // table's Delta schema says; pyarrow could not filter them.
+    Ok(crate::lake::parquet::plain_strings_in_footer(path)?)
 }

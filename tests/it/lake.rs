@@ -107,6 +107,20 @@ pub fn external_readers_agree(lake: &Path, spark: bool) {
                 want["rows"]
             );
         }
+        // Filtered reads: every text column's first value, counted by each reader's scan.
+        let filters = entry["filters"].as_object().expect("filtered counts");
+        for (column, counts) in filters {
+            for reader in ["deltalake", "polars", "duckdb"] {
+                assert_eq!(
+                    counts[reader], counts["vigie"],
+                    "{reader} filters {t}.{column} = {} differently",
+                    counts["value"]
+                );
+            }
+        }
+        if want["rows"].as_u64().unwrap_or(0) > 0 && t.ends_with("features") {
+            assert!(!filters.is_empty(), "{t}: no text column filtered");
+        }
     }
     assert!(
         result["events"]["vigie"]["rows"].as_u64().unwrap_or(0) > 0,

@@ -4,6 +4,9 @@ and a content checksum, as JSON on stdout.
 
     python3 tests/lake/readers.py LAKE --vigie DIR [--readers deltalake,polars,duckdb] [--spark QUERIES.json]
 
+Each table is also read through a filter per reader: the rows equal to one value of each of its first four text
+columns, against the reference's count.
+
 Readers: `deltalake` (delta-rs: DeltaTable(path).to_pyarrow_dataset()), `polars` (scan_delta) and `duckdb`
 (`delta_scan` of the delta extension, loaded from the PyPI package `duckdb-extension-delta`). `--vigie DIR` holds
 `TABLE.parquet`, what `vigie sql --format parquet "SELECT * FROM TABLE"` printed: it is checksummed the same way, as
@@ -86,6 +89,42 @@ def read(reader, path, con):
     raise SystemExit(f"unknown reader {reader}")
 
 
+def filtered_counts(readers, path, con, reference):
+    """Rows equal to one value of each text column (the first non-null the reference holds), per reader:
+    a filter each reader pushes down to its scan (pyarrow's datasets could not compare a column polars
+    declared `string_view` with a `string` value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for field in reference.schema:
+        if len(out) == 4:
+            break
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+                or pa.types.is_string_view(field.type)):
+            continue
+        values = reference[field.name].drop_null()
+        if len(values) == 0:
+            continue
+        value = values[0].as_py()
+        entry = {"value": value, "vigie": int(pc.sum(pc.equal(reference[field.name], value)).as_py() or 0)}
+        for r in readers:
+            if r == "deltalake":
+                import pyarrow.dataset as ds
+                from deltalake import DeltaTable
+
+                n = DeltaTable(path).to_pyarrow_dataset().count_rows(filter=ds.field(field.name) == value)
+            elif r == "polars":
+                import polars as pl
+
+                n = pl.scan_delta(path).filter(pl.col(field.name) == value).select(pl.len()).collect().item()
+            else:
+                n = con.execute(f'SELECT count(*) FROM delta_scan(?) WHERE "{field.name}" = ?', [path, value]).fetchone()[0]
+            entry[r] = int(n)
+        out[field.name] = entry
+    return out
+
+
 def spark_rows(lake, queries):
     from deltalake import DeltaTable
     from pyspark.sql import SparkSession
@@ -128,9 +167,11 @@ def main():
         if not name.endswith(".parquet"):
             continue
         table = name[: -len(".parquet")]
-        entry = {"vigie": checksum(pq.read_table(os.path.join(a.vigie, name)))}
+        reference = pq.read_table(os.path.join(a.vigie, name))
+        entry = {"vigie": checksum(reference)}
         for r in readers:
             entry[r] = checksum(read(r, os.path.join(a.lake, table), con))
+        entry["filters"] = filtered_counts(readers, os.path.join(a.lake, table), con, reference)
         result[table] = entry
     if a.spark:
         with open(a.spark) as f:
