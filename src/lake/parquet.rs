@@ -273,6 +273,102 @@ pub fn read_file(path: &Path, columns: Option<&[&str]>) -> Result<Vec<RecordBatc
     Ok(out)
 }
 
+/// Rewrites the footer of a Parquet file written by another writer (polars) so that the Arrow
+/// schema it embeds declares `string` and `binary` where that writer declared `string_view` and
+/// `binary_view`: the data pages are the same either way (UTF-8 byte arrays), and the Delta schema
+/// says `string`, but pyarrow's datasets could not filter a view column (`equal` has no kernel for
+/// `string` against `string_view`), so `deltalake`'s pyarrow route failed on any text filter over
+/// the feature tables. Only the footer is written again; the file's new length is returned.
+pub fn plain_strings_in_footer(path: &Path) -> Result<u64> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+
+    use arrow::datatypes::{DataType, Field, Schema};
+    use parquet::arrow::{ARROW_SCHEMA_META_KEY, encode_arrow_schema, parquet_to_arrow_schema};
+    use parquet::file::metadata::{
+        FileMetaData, KeyValue, ParquetMetaDataBuilder, ParquetMetaDataReader,
+        ParquetMetaDataWriter,
+    };
+
+    fn plain(dt: &DataType) -> DataType {
+        let field =
+            |f: &Arc<Field>| Arc::new(f.as_ref().clone().with_data_type(plain(f.data_type())));
+        match dt {
+            DataType::Utf8View => DataType::Utf8,
+            DataType::BinaryView => DataType::Binary,
+            DataType::List(f) => DataType::List(field(f)),
+            DataType::LargeList(f) => DataType::LargeList(field(f)),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(field).collect()),
+            other => other.clone(),
+        }
+    }
+
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .at(path)?;
+    let len = file.metadata().at(path)?.len();
+    let metadata = ParquetMetaDataReader::new().parse_and_finish(&file)?;
+    let meta = metadata.file_metadata();
+    let Some(kv) = meta.key_value_metadata() else {
+        return Ok(len);
+    };
+    if !kv.iter().any(|k| k.key == ARROW_SCHEMA_META_KEY) {
+        return Ok(len);
+    }
+    let schema = parquet_to_arrow_schema(meta.schema_descr(), Some(kv))?;
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .map(|f| Arc::new(f.as_ref().clone().with_data_type(plain(f.data_type()))))
+        .collect();
+    let plain_schema = Schema::new_with_metadata(fields, schema.metadata().clone());
+    if plain_schema == schema {
+        return Ok(len);
+    }
+    let encoded = encode_arrow_schema(&plain_schema);
+    let kv: Vec<KeyValue> = kv
+        .iter()
+        .map(|k| {
+            if k.key == ARROW_SCHEMA_META_KEY {
+                KeyValue::new(k.key.clone(), encoded.clone())
+            } else {
+                k.clone()
+            }
+        })
+        .collect();
+    let footer = FileMetaData::new(
+        meta.version(),
+        meta.num_rows(),
+        meta.created_by().map(str::to_owned),
+        Some(kv),
+        meta.schema_descr_ptr(),
+        meta.column_orders().cloned(),
+    );
+    let mut from = ParquetMetaDataBuilder::new_from_metadata(metadata);
+    let row_groups = from.take_row_groups();
+    let metadata = ParquetMetaDataBuilder::new(footer)
+        .set_row_groups(row_groups)
+        .set_column_index(from.take_column_index())
+        .set_offset_index(from.take_offset_index())
+        .build();
+    // The footer starts where its length (the 4 bytes before the closing magic) says.
+    let mut tail = [0u8; 8];
+    file.seek(SeekFrom::End(-8)).at(path)?;
+    file.read_exact(&mut tail).at(path)?;
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    let start = len.checked_sub(8 + footer_len).ok_or_else(|| {
+        parquet::errors::ParquetError::General("footer longer than the file".into())
+    })?;
+    file.set_len(start).at(path)?;
+    file.seek(SeekFrom::Start(start)).at(path)?;
+    let mut out = std::io::BufWriter::new(&mut file);
+    ParquetMetaDataWriter::new(&mut out, &metadata).finish()?;
+    out.flush().at(path)?;
+    drop(out);
+    Ok(file.metadata().at(path)?.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,100 +467,4 @@ mod tests {
             "{err}"
         );
     }
-}
-
-/// Rewrites the footer of a Parquet file written by another writer (polars) so that the Arrow
-/// schema it embeds declares `string` and `binary` where that writer declared `string_view` and
-/// `binary_view`: the data pages are the same either way (UTF-8 byte arrays), and the Delta schema
-/// says `string`, but pyarrow's datasets could not filter a view column (`equal` has no kernel for
-/// `string` against `string_view`), so `deltalake`'s pyarrow route failed on any text filter over
-/// the feature tables. Only the footer is written again; the file's new length is returned.
-pub fn plain_strings_in_footer(path: &Path) -> Result<u64> {
-    use std::io::{Read, Seek, SeekFrom, Write};
-
-    use arrow::datatypes::{DataType, Field, Schema};
-    use parquet::arrow::{ARROW_SCHEMA_META_KEY, encode_arrow_schema, parquet_to_arrow_schema};
-    use parquet::file::metadata::{
-        FileMetaData, KeyValue, ParquetMetaDataBuilder, ParquetMetaDataReader,
-        ParquetMetaDataWriter,
-    };
-
-    fn plain(dt: &DataType) -> DataType {
-        let field =
-            |f: &Arc<Field>| Arc::new(f.as_ref().clone().with_data_type(plain(f.data_type())));
-        match dt {
-            DataType::Utf8View => DataType::Utf8,
-            DataType::BinaryView => DataType::Binary,
-            DataType::List(f) => DataType::List(field(f)),
-            DataType::LargeList(f) => DataType::LargeList(field(f)),
-            DataType::Struct(fs) => DataType::Struct(fs.iter().map(field).collect()),
-            other => other.clone(),
-        }
-    }
-
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .at(path)?;
-    let len = file.metadata().at(path)?.len();
-    let metadata = ParquetMetaDataReader::new().parse_and_finish(&file)?;
-    let meta = metadata.file_metadata();
-    let Some(kv) = meta.key_value_metadata() else {
-        return Ok(len);
-    };
-    if !kv.iter().any(|k| k.key == ARROW_SCHEMA_META_KEY) {
-        return Ok(len);
-    }
-    let schema = parquet_to_arrow_schema(meta.schema_descr(), Some(kv))?;
-    let fields: Vec<Arc<Field>> = schema
-        .fields()
-        .iter()
-        .map(|f| Arc::new(f.as_ref().clone().with_data_type(plain(f.data_type()))))
-        .collect();
-    let plain_schema = Schema::new_with_metadata(fields, schema.metadata().clone());
-    if plain_schema == schema {
-        return Ok(len);
-    }
-    let encoded = encode_arrow_schema(&plain_schema);
-    let kv: Vec<KeyValue> = kv
-        .iter()
-        .map(|k| {
-            if k.key == ARROW_SCHEMA_META_KEY {
-                KeyValue::new(k.key.clone(), encoded.clone())
-            } else {
-                k.clone()
-            }
-        })
-        .collect();
-    let footer = FileMetaData::new(
-        meta.version(),
-        meta.num_rows(),
-        meta.created_by().map(str::to_owned),
-        Some(kv),
-        meta.schema_descr_ptr(),
-        meta.column_orders().cloned(),
-    );
-    let mut from = ParquetMetaDataBuilder::new_from_metadata(metadata);
-    let row_groups = from.take_row_groups();
-    let metadata = ParquetMetaDataBuilder::new(footer)
-        .set_row_groups(row_groups)
-        .set_column_index(from.take_column_index())
-        .set_offset_index(from.take_offset_index())
-        .build();
-    // The footer starts where its length (the 4 bytes before the closing magic) says.
-    let mut tail = [0u8; 8];
-    file.seek(SeekFrom::End(-8)).at(path)?;
-    file.read_exact(&mut tail).at(path)?;
-    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    let start = len.checked_sub(8 + footer_len).ok_or_else(|| {
-        parquet::errors::ParquetError::General("footer longer than the file".into())
-    })?;
-    file.set_len(start).at(path)?;
-    file.seek(SeekFrom::Start(start)).at(path)?;
-    let mut out = std::io::BufWriter::new(&mut file);
-    ParquetMetaDataWriter::new(&mut out, &metadata).finish()?;
-    out.flush().at(path)?;
-    drop(out);
-    Ok(file.metadata().at(path)?.len())
 }
