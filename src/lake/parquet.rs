@@ -1,4 +1,4 @@
-//! Writing lake data files: zstd-compressed Parquet with statistics (not on long audit texts), sorted-column metadata and bloom filters.
+//! Writing lake data files: zstd-compressed Parquet with statistics (not on long audit texts), sorted-column metadata and bloom filters; plain string types in the footers of files polars wrote.
 
 use std::fs::File;
 use std::path::Path;
