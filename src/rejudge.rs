@@ -148,7 +148,7 @@ pub fn run(
         ) {
             continue;
         }
-        review::append(
+        let appended = review::append(
             lake,
             NewAuditEntry {
                 at: now_ms,
@@ -169,8 +169,16 @@ pub fn run(
                 prev_state: state.status,
                 new_state: ReviewStatus::Open,
             },
-        )?;
-        reopened.push(f.flag_id.clone());
+        );
+        match appended {
+            Ok(_) => reopened.push(f.flag_id.clone()),
+            // Someone acted on the flag meanwhile (reopened it, or decided it again): their
+            // action stands, and a reviewer sees the change in the report.
+            Err(review::AppendError::Changed(now)) => {
+                tracing::warn!(flag = %f.flag_id, status = %now.status, "flag changed during the re-judgement: not reopened");
+            }
+            Err(review::AppendError::Lake(e)) => return Err(e.into()),
+        }
     }
     Ok(RejudgeReport {
         caught_up,

@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{AuditEntry, ChainReport, GENESIS, NewAuditEntry, ReviewAction, seal, verify_chain};
+use super::{
+    AuditEntry, ChainReport, FlagReview, GENESIS, NewAuditEntry, ReviewAction, ReviewIndex, Role,
+    seal, verify_chain,
+};
 use crate::lake::record::Ts;
 use crate::lake::{Lake, LakeError, Snapshot};
 use crate::row_table;
@@ -96,11 +99,18 @@ impl crate::lake::Stage for AuditHead {
 }
 
 /// Seals and appends one entry to the lake's audit log in its own commit; returns it.
-pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, LakeError> {
+pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, AppendError> {
     let mut writer = lake.writer()?;
     loop {
         let snapshot = lake.snapshot()?;
         let log = read_log(&snapshot)?;
+        // The action was judged against the flag's state as the caller read it; another process
+        // (a second dashboard, a re-judgement) may have acted on the flag since, and a commit that
+        // lost the race comes back here on top of that action.
+        let now = ReviewIndex::from_entries(&log).get(&entry.flag);
+        if still_allowed(&now, &entry).is_err() {
+            return Err(AppendError::Changed(now));
+        }
         let (head_seq, head_hash) = log
             .last()
             .map(|e| (e.seq, e.hash.clone()))
@@ -108,7 +118,7 @@ pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, LakeError
         let sealed = seal(head_seq, &head_hash, entry.clone());
         let def = AuditRow::def();
         let mut txn = writer.begin("audit")?;
-        let batch = AuditRow::to_batch(&[row(&sealed)])?;
+        let batch = AuditRow::to_batch(&[row(&sealed)]).map_err(LakeError::from)?;
         let file = txn.new_file(def.name, None)?;
         let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
         meta.bytes = crate::lake::parquet::write_file(&file.pending, &def, def.schema(), &[batch])?;
@@ -121,9 +131,45 @@ pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, LakeError
         match txn.commit(serde_json::json!({ "audit": sealed.seq })) {
             Ok(_) => return Ok(sealed),
             Err(LakeError::Conflict(_)) => continue,
-            Err(other) => return Err(other),
+            Err(other) => return Err(other.into()),
         }
     }
+}
+
+/// Why an entry was not appended.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    /// The flag's state is no longer the one the action was taken from.
+    #[error("{}", changed_message(.0))]
+    Changed(FlagReview),
+}
+
+fn changed_message(now: &FlagReview) -> String {
+    match &now.claimed_by {
+        Some(by) => format!(
+            "the flag changed meanwhile: it is now {} by {by}; reload it and decide again",
+            now.status
+        ),
+        None => format!(
+            "the flag changed meanwhile: it is now {}; reload it and decide again",
+            now.status
+        ),
+    }
+}
+
+/// Whether `entry` may still follow the flag's state `now`: the state it was taken from, and for a
+/// decision by a reviewer, their own claim.
+fn still_allowed(now: &FlagReview, entry: &NewAuditEntry) -> Result<(), ()> {
+    if now.status != entry.prev_state {
+        return Err(());
+    }
+    let decides = matches!(entry.action, ReviewAction::Confirm | ReviewAction::Dismiss);
+    if decides && entry.role != Role::Admin && now.claimed_by.as_deref() != Some(&entry.actor) {
+        return Err(());
+    }
+    Ok(())
 }
 
 /// Record batch of audit entries (for evidence files).
@@ -237,7 +283,8 @@ mod tests {
             } else {
                 ReviewAction::Claim
             },
-            flag: "f1".into(),
+            // A claim and its confirmation per flag.
+            flag: format!("f{}", i / 2),
             account: "acc-1".into(),
             reason: format!("reason {i}"),
             decision: confirm.then_some(Decision::Blocked),
@@ -274,8 +321,37 @@ mod tests {
         deleted.remove(2);
         assert_eq!(verify_chain(&deleted).broken.map(|b| b.index), Some(2));
         let s = summarize(&lake.snapshot().unwrap(), "1970-01-01", "1970-01-01").unwrap();
-        assert_eq!((s.confirmed, s.flags_reviewed, s.blocks.len()), (2, 1, 2));
+        assert_eq!((s.confirmed, s.flags_reviewed, s.blocks.len()), (2, 2, 2));
         assert_eq!(s.median_time_to_decision_ms, Some(1));
         assert!(s.chain_verified);
+    }
+
+    #[test]
+    fn an_action_on_a_flag_that_changed_since_it_was_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        append(&lake, entry(0)).unwrap();
+        // A second claim from the same open state (another dashboard read the flag before the
+        // first claim landed): refused, naming who holds it.
+        let mut late = entry(0);
+        late.actor = "rev2".into();
+        let err = append(&lake, late).unwrap_err();
+        assert!(
+            matches!(&err, AppendError::Changed(now) if now.status == ReviewStatus::Claimed),
+            "{err}"
+        );
+        assert!(err.to_string().contains("claimed by rev"), "{err}");
+        // A decision by a reviewer who does not hold the claim; an admin's is taken.
+        let mut other = entry(1);
+        other.actor = "rev2".into();
+        assert!(append(&lake, other.clone()).is_err());
+        other.role = Role::Admin;
+        append(&lake, other).unwrap();
+        // The claimer's own decision, taken from the claimed state it read: now decided.
+        assert!(matches!(
+            append(&lake, entry(1)),
+            Err(AppendError::Changed(now)) if now.status == ReviewStatus::Confirmed
+        ));
+        assert_eq!(read_log(&lake.snapshot().unwrap()).unwrap().len(), 2);
     }
 }

@@ -373,4 +373,6 @@ impl ReviewIndex {
     }
 }
 
-pub use lake::{AuditRow, AuditSummary, Block, append, audit_batch, read_log, summarize};
+pub use lake::{
+    AppendError, AuditRow, AuditSummary, Block, append, audit_batch, read_log, summarize,
+};

@@ -137,6 +137,9 @@ pub enum DataError {
     /// The store is unreachable or failed (I/O, engine error).
     #[error("data source unavailable: {0}")]
     Unavailable(String),
+    /// A write that no longer applies: a flag another process acted on since it was read.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// A calendar day (UTC), as days since 1970-01-01. Displays as `YYYY-MM-DD`.

@@ -1334,12 +1334,19 @@ impl DataSource for LakeData {
             let root = self.lake.root().to_path_buf();
             let entry = tokio::task::spawn_blocking(move || {
                 let lake = crate::catalog::open(&root).map_err(df_err)?;
-                crate::review::append(&lake, e).map_err(df_err)
+                crate::review::append(&lake, e).map_err(|e| match e {
+                    crate::review::AppendError::Changed(_) => DataError::Conflict(e.to_string()),
+                    crate::review::AppendError::Lake(e) => df_err(e),
+                })
             })
             .await
-            .map_err(df_err)??;
-            self.invalidate().await;
-            Ok(entry)
+            .map_err(df_err)?;
+            // Recorded, or refused because another process acted on the flag: either way the
+            // pages kept for the older version are out of date.
+            if matches!(entry, Ok(_) | Err(DataError::Conflict(_))) {
+                self.invalidate().await;
+            }
+            entry
         })
     }
 }

@@ -33,6 +33,7 @@ fn data_error(ctx: &Ctx, e: &DataError) -> Response {
     let status = match e {
         DataError::NotFound(_) => StatusCode::NOT_FOUND,
         DataError::BadQuery(_) => StatusCode::BAD_REQUEST,
+        DataError::Conflict(_) => StatusCode::CONFLICT,
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
     ErrorPage::response(ctx, status, &e.to_string())

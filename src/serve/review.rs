@@ -20,7 +20,7 @@ use axum::response::Response;
 use super::AppState;
 use super::auth::{Ctx, safe_next, see_other};
 use super::context::flag_href;
-use super::data::{Decision, FlagReview, ReviewStatus};
+use super::data::{DataError, Decision, FlagReview, ReviewStatus};
 use super::pages::ErrorPage;
 use super::users::Role;
 use crate::review::{NewAuditEntry, ReviewAction};
@@ -181,11 +181,21 @@ async fn act(app: AppState, ctx: Ctx, id: String, action: ReviewAction, f: Actio
         prev_state: flag.review.status,
         new_state,
     };
-    if let Err(e) = app.data().append_audit(entry).await {
-        return fail(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("The action was not recorded: {e}"),
-        ));
+    match app.data().append_audit(entry).await {
+        Ok(_) => {}
+        // Another dashboard on the same lake (or a re-judgement) acted on the flag meanwhile.
+        Err(DataError::Conflict(why)) => {
+            return fail(refuse(
+                StatusCode::CONFLICT,
+                format!("The action was not recorded: {why}."),
+            ));
+        }
+        Err(e) => {
+            return fail(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("The action was not recorded: {e}"),
+            ));
+        }
     }
     let back =
         safe_next(&f.return_to).map_or_else(|| flag_href(&flag.account, &flag.id), str::to_owned);

@@ -17,6 +17,78 @@ async fn status_of(app: &TestApp, flag: &str) -> ReviewStatus {
         .status
 }
 
+/// Two dashboards on one lake: an action taken on a flag another dashboard acted on meanwhile is
+/// refused (409), never recorded over it; the audit log holds one claim and one decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_dashboards_on_one_lake_do_not_record_conflicting_actions() {
+    let dir = TempDir::new("review-two");
+    let first = TestApp::new(&dir.0);
+    let second = TestApp::new(&dir.0);
+    let flag = first.ids.flag.clone();
+    let (rita, rita_csrf) = first.session("rita", Role::Reviewer);
+    let (rob, rob_csrf) = second.session("rob", Role::Reviewer);
+    // Both dashboards have read the flag open.
+    assert_eq!(status_of(&first, &flag).await, ReviewStatus::Open);
+    assert_eq!(status_of(&second, &flag).await, ReviewStatus::Open);
+    let r = second
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let r = first
+        .post(
+            &format!("/flag/{flag}/claim"),
+            Some(&rita),
+            &format!("csrf={rita_csrf}"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert!(body(r).await.contains("claimed by rob"));
+    // Rob decides on the second dashboard; an admin on the first dismisses the flag it still
+    // shows claimed.
+    let r = second
+        .post(
+            &format!("/flag/{flag}/confirm"),
+            Some(&rob),
+            &format!("csrf={rob_csrf}&decision=blocked&reason=seen"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let (ada, ada_csrf) = first.session("ada", Role::Admin);
+    let r = first
+        .post(
+            &format!("/flag/{flag}/dismiss"),
+            Some(&ada),
+            &format!("csrf={ada_csrf}&reason=nothing"),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let text = body(r).await;
+    assert!(text.contains("confirmed"), "{text}");
+    let log = vigie::review::read_log(
+        &vigie::catalog::open(&dir.0.join("lake"))
+            .unwrap()
+            .snapshot()
+            .unwrap(),
+    )
+    .unwrap();
+    let actions: Vec<(String, String)> = log
+        .iter()
+        .filter(|e| e.flag == flag)
+        .map(|e| (e.actor.clone(), e.action.to_string()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("rob".into(), "claim".into()),
+            ("rob".into(), "confirm".into())
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claim_confirm_reopen_and_restart() {
     let dir = TempDir::new("review");
