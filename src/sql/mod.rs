@@ -437,17 +437,30 @@ impl Guard {
             let (mut rows, mut bytes, mut cut) = (0usize, 0usize, false);
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
+                let size = slice_bytes(&batch);
+                if let Some(m) = max_bytes
+                    && bytes + size > m
+                {
+                    // Only the rows that fit: a few wide rows (40 values of 16 MB) made one batch of
+                    // 640 MB, which the page and the download then held several times over.
+                    let room = m - bytes;
+                    let (mut lo, mut hi) = (0, batch.num_rows());
+                    while lo < hi {
+                        let mid = (lo + hi).div_ceil(2);
+                        if slice_bytes(&batch.slice(0, mid)) <= room {
+                            lo = mid;
+                        } else {
+                            hi = mid - 1;
+                        }
+                    }
+                    if lo > 0 {
+                        out.push(batch.slice(0, lo));
+                    }
+                    cut = true;
+                    break;
+                }
                 rows += batch.num_rows();
-                // What the batch's rows take, not the buffers it shares with other batches.
-                bytes += batch
-                    .columns()
-                    .iter()
-                    .map(|c| {
-                        c.to_data()
-                            .get_slice_memory_size()
-                            .unwrap_or_else(|_| c.get_array_memory_size())
-                    })
-                    .sum::<usize>();
+                bytes += size;
                 out.push(batch);
                 if max_rows.is_some_and(|m| rows >= m) {
                     break;
@@ -495,6 +508,19 @@ async fn plan_stream(
     let task = Arc::new(df.task_ctx());
     let plan = crate::lake::sql::DeadlineExec::wrap(df.create_physical_plan().await?, limit)?;
     Ok(datafusion::physical_plan::execute_stream(plan, task)?)
+}
+
+/// What a batch's rows take, not the buffers it shares with other batches (a slice's share).
+fn slice_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 fn truncate(batches: Vec<RecordBatch>, max: usize) -> Vec<RecordBatch> {

@@ -487,6 +487,25 @@ async fn sql_console_runs_saved_queries_refuses_writes_and_downloads_csv() {
         "{} bytes",
         wide.len()
     );
+    // One row wider than the cap by itself (40 values of 1 MB): not one row of it is kept, the
+    // download says so (the whole row was answered before: 640 MB for 40 values of 16 MB).
+    let columns: Vec<String> = (0..40)
+        .map(|k| format!("lpad(game, 1000000) AS c{k}"))
+        .collect();
+    let r = app
+        .post(
+            "/sql/csv",
+            Some(&cookie),
+            &form(&format!(
+                "SELECT {} FROM (SELECT game FROM events LIMIT 1)",
+                columns.join(", ")
+            )),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["x-vigie-truncated"], "true");
+    let one = body(r).await;
+    assert_eq!(one.lines().count(), 1, "{} bytes", one.len());
     // Writes and escapes are refused with a reason, and the console keeps working.
     for bad in crate::common::REFUSED_SQL {
         let r = app.post("/sql", Some(&cookie), &form(bad)).await;
