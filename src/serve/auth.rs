@@ -14,6 +14,10 @@
 //!   [`super::Config::login_max_failures`] failures within
 //!   [`super::Config::login_window`], login answers 429 (even with the right
 //!   password) until the oldest failure leaves the window.
+//! * A session remembers the user's record as it was at login (a hash of the
+//!   role and the password hash): once the users file says otherwise (the user
+//!   removed, given another role or another password), the session is ended at
+//!   its next request ([`UsersWatch`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -73,6 +77,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Session {
     user: CurrentUser,
     last_seen: Instant,
+    /// The user's record at login ([`users::record_fingerprint`]); `None`: not checked.
+    credential: Option<String>,
 }
 
 /// What a session cookie resolved to.
@@ -108,6 +114,11 @@ impl Sessions {
 
     /// Opens a session; returns its token.
     pub fn create(&self, name: &str, role: Role) -> String {
+        self.create_for(name, role, None)
+    }
+
+    /// Opens a session for a user whose record (at login) has this fingerprint; returns its token.
+    pub fn create_for(&self, name: &str, role: Role, credential: Option<String>) -> String {
         let token = random_token();
         let now = Instant::now();
         let mut map = lock(&self.map);
@@ -124,6 +135,7 @@ impl Sessions {
                     csrf: random_token(),
                 },
                 last_seen: now,
+                credential,
             },
         );
         token
@@ -131,6 +143,16 @@ impl Sessions {
 
     /// Looks a token up and restarts its idle timer.
     pub fn lookup(&self, token: &str) -> SessionLookup {
+        self.lookup_checked(token, |_, _| true)
+    }
+
+    /// [`Sessions::lookup`], ending the session (as expired) when `still` says its user's record
+    /// (name, fingerprint at login) no longer holds.
+    pub fn lookup_checked(
+        &self,
+        token: &str,
+        still: impl FnOnce(&str, Option<&str>) -> bool,
+    ) -> SessionLookup {
         if token.len() != 64 {
             return SessionLookup::Missing;
         }
@@ -140,6 +162,10 @@ impl Sessions {
         match map.get_mut(&key) {
             None => SessionLookup::Missing,
             Some(s) if now.duration_since(s.last_seen) > self.idle => {
+                map.remove(&key);
+                SessionLookup::Expired
+            }
+            Some(s) if !still(&s.user.name, s.credential.as_deref()) => {
                 map.remove(&key);
                 SessionLookup::Expired
             }
@@ -166,6 +192,58 @@ impl Sessions {
 }
 
 pub use crate::staff::limiter::LoginLimiter;
+
+/// The users file as sessions check it: each user's record fingerprint, read again when the
+/// file's modification time or length changes (one `stat` a request).
+#[derive(Debug)]
+pub struct UsersWatch {
+    path: std::path::PathBuf,
+    seen: Mutex<Option<(Option<std::time::SystemTime>, u64, HashMap<String, String>)>>,
+}
+
+impl UsersWatch {
+    /// Watches the users file at `path`.
+    pub fn new(path: std::path::PathBuf) -> UsersWatch {
+        UsersWatch {
+            path,
+            seen: Mutex::new(None),
+        }
+    }
+
+    /// Whether a session opened with `credential` for `name` still matches the users file
+    /// (`None`: a session not tied to a record, such as the tests' own). A file that cannot be read
+    /// keeps what was last read from it.
+    pub fn still(&self, name: &str, credential: Option<&str>) -> bool {
+        let Some(credential) = credential else {
+            return true;
+        };
+        let meta = std::fs::metadata(&self.path);
+        let stamp = meta
+            .as_ref()
+            .map(|m| (m.modified().ok(), m.len()))
+            .unwrap_or((None, 0));
+        let mut seen = lock(&self.seen);
+        let fresh = seen
+            .as_ref()
+            .is_some_and(|(t, len, _)| (*t, *len) == stamp && t.is_some());
+        if !fresh {
+            match users::load_users(&self.path) {
+                Ok(list) => {
+                    let map = list
+                        .iter()
+                        .map(|u| (u.username.clone(), users::record_fingerprint(u)))
+                        .collect();
+                    *seen = Some((stamp.0, stamp.1, map));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the users file: sessions kept as they were")
+                }
+            }
+        }
+        seen.as_ref()
+            .is_some_and(|(_, _, map)| map.get(name).map(String::as_str) == Some(credential))
+    }
+}
 
 /// Cookie value by name.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -251,9 +329,11 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
         .as_deref()
         .and_then(|p| g.table.lookup(&parts.method, p));
     let token = cookie(&parts.headers, SESSION_COOKIE);
-    let lookup = token
-        .as_deref()
-        .map_or(SessionLookup::Missing, |t| g.app.sessions().lookup(t));
+    let lookup = token.as_deref().map_or(SessionLookup::Missing, |t| {
+        g.app
+            .sessions()
+            .lookup_checked(t, |name, cred| g.app.users_watch().still(name, cred))
+    });
     let user = match &lookup {
         SessionLookup::Valid(u) => Some(u.clone()),
         _ => None,
@@ -501,17 +581,20 @@ pub async fn login(
     }
     let path = app.config().users_file.clone();
     let (username, password) = (f.username.clone(), f.password.clone());
-    let verified = tokio::task::spawn_blocking(move || -> Result<Option<Role>, String> {
-        let users = users::load_users(&path).map_err(|e| e.to_string())?;
-        let found = users.iter().find(|u| u.username == username);
-        let hash: &str = match found {
-            Some(u) => &u.hash,
-            None => users::dummy_hash(),
-        };
-        let ok = users::verify_password(hash, &password);
-        Ok(found.filter(|_| ok).map(|u| u.role))
-    })
-    .await;
+    let verified =
+        tokio::task::spawn_blocking(move || -> Result<Option<(Role, String)>, String> {
+            let users = users::load_users(&path).map_err(|e| e.to_string())?;
+            let found = users.iter().find(|u| u.username == username);
+            let hash: &str = match found {
+                Some(u) => &u.hash,
+                None => users::dummy_hash(),
+            };
+            let ok = users::verify_password(hash, &password);
+            Ok(found
+                .filter(|_| ok)
+                .map(|u| (u.role, users::record_fingerprint(u))))
+        })
+        .await;
     let role = match verified {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -529,7 +612,7 @@ pub async fn login(
             );
         }
     };
-    let Some(role) = role else {
+    let Some((role, credential)) = role else {
         app.limiter().fail(&keys);
         app.metrics().login_failed();
         return login_page(
@@ -547,7 +630,9 @@ pub async fn login(
     if let Some(old) = cookie(&headers, SESSION_COOKIE) {
         app.sessions().remove(&old);
     }
-    let token = app.sessions().create(&f.username, role);
+    let token = app
+        .sessions()
+        .create_for(&f.username, role, Some(credential));
     if token.is_empty() {
         return ErrorPage::response(
             &ctx,

@@ -106,6 +106,7 @@ struct Inner {
     data: Arc<dyn DataSource>,
     config: Config,
     sessions: auth::Sessions,
+    users_watch: auth::UsersWatch,
     limiter: auth::LoginLimiter,
     public_limiter: auth::LoginLimiter,
     metrics: metrics::Metrics,
@@ -138,6 +139,7 @@ impl AppState {
             inner: Arc::new(Inner {
                 data,
                 sessions: auth::Sessions::new(config.session_idle),
+                users_watch: auth::UsersWatch::new(config.users_file.clone()),
                 limiter: auth::LoginLimiter::new(config.login_max_failures, config.login_window),
                 public_limiter: auth::LoginLimiter::new(
                     config.verify_per_minute,
@@ -165,6 +167,11 @@ impl AppState {
     /// Sessions.
     pub fn sessions(&self) -> &auth::Sessions {
         &self.inner.sessions
+    }
+
+    /// The users file as sessions check it.
+    pub fn users_watch(&self) -> &auth::UsersWatch {
+        &self.inner.users_watch
     }
 
     /// Login rate limit.

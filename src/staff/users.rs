@@ -108,6 +108,16 @@ pub fn hash_password(password: &str) -> Result<String, UserError> {
         .map_err(|e| UserError::Hash(e.to_string()))
 }
 
+/// A fingerprint of a user's record (role and password hash): a session opened with one
+/// ends when the record changes.
+pub fn record_fingerprint(u: &UserRecord) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(format!("{}\n{}", u.role, u.hash).as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Checks a password against a PHC hash (false on any malformed hash).
 pub fn verify_password(hash: &str, password: &str) -> bool {
     match PasswordHash::new(hash) {

@@ -114,6 +114,51 @@ async fn login_flow_and_login_csrf() {
     assert!(raw.contains("; Secure"), "{raw}");
 }
 
+/// A session ends once the users file changes its user: another role, another password, or
+/// removed; the other users' sessions go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_when_its_user_is_changed() {
+    let dir = TempDir::new("demoted");
+    let app = TestApp::new(&dir.0);
+    let cookie_of = |r: &axum::http::Response<axum::body::Body>| {
+        format!(
+            "vigie_session={}",
+            set_cookie(r, "vigie_session").expect("token")
+        )
+    };
+    let adam = cookie_of(&app.login("adam", PASSWORD, &[]).await);
+    let rob = cookie_of(&app.login("rob", PASSWORD, &[]).await);
+    let rita = cookie_of(&app.login("rita", PASSWORD, &[]).await);
+    assert_eq!(
+        app.get("/metrics", Some(&adam)).await.status(),
+        StatusCode::OK
+    );
+    let users = super::common::users_file(&dir.0);
+    // Demoted to analyst (with another password): the admin session is over.
+    vigie::serve::users::add_user(&users, "adam", Role::Analyst, "other-password-456").unwrap();
+    let r = app.get("/queue", Some(&adam)).await;
+    assert!(to_login(&r), "{}", r.status());
+    assert_eq!(
+        app.get("/metrics", Some(&adam)).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    // Same role, new password: over too.
+    vigie::serve::users::add_user(&users, "rob", Role::Reviewer, "other-password-789").unwrap();
+    assert!(to_login(&app.get("/queue", Some(&rob)).await));
+    // Rita's record did not change: her session goes on, and the new logins work.
+    assert_eq!(
+        app.get("/queue", Some(&rita)).await.status(),
+        StatusCode::OK
+    );
+    let again = app.login("adam", "other-password-456", &[]).await;
+    assert_eq!(again.status(), StatusCode::SEE_OTHER);
+    let adam = cookie_of(&again);
+    assert_eq!(
+        app.get("/metrics", Some(&adam)).await.status(),
+        StatusCode::FORBIDDEN
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_expire() {
     let dir = TempDir::new("idle");
