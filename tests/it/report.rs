@@ -218,6 +218,14 @@ fn report_figures_match_the_lake_and_the_bundle_is_reproducible_and_verifiable()
     let check = verify(&a).unwrap();
     assert!(check.ok(), "{check:?}");
     assert_eq!(check.digest, digest);
+    // DIGEST is compared byte for byte: its newline changed to a space is a change.
+    let dpath = a.join("DIGEST");
+    let kept = std::fs::read(&dpath).unwrap();
+    let mut spaced = kept.clone();
+    *spaced.last_mut().unwrap() = b' ';
+    std::fs::write(&dpath, &spaced).unwrap();
+    assert!(!verify(&a).unwrap().digest_ok);
+    std::fs::write(&dpath, &kept).unwrap();
     let victim = a.join("evidence/dice.csv");
     let mut bytes = std::fs::read(&victim).unwrap();
     let last = bytes.len() - 2;

@@ -223,7 +223,7 @@ fn report_verify_stays_inside_its_bundle_and_reports_every_extra_entry() {
     );
     std::fs::write(&manifest_path, &forged).unwrap();
     let digest = hex(&Sha256::digest(forged.as_bytes()));
-    std::fs::write(bundle.join("DIGEST"), &digest).unwrap();
+    std::fs::write(bundle.join("DIGEST"), format!("{digest}\n")).unwrap();
     let (code, text) = verify(&bundle);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("refused: \"../secret.txt\""), "{text}");
@@ -234,7 +234,7 @@ fn report_verify_stays_inside_its_bundle_and_reports_every_extra_entry() {
     std::fs::write(&manifest_path, &manifest).unwrap();
     std::fs::write(
         bundle.join("DIGEST"),
-        hex(&Sha256::digest(manifest.as_bytes())),
+        format!("{}\n", hex(&Sha256::digest(manifest.as_bytes()))),
     )
     .unwrap();
     assert_eq!(verify(&bundle).0, Some(0));
