@@ -141,8 +141,10 @@ pub struct QueueParams {
     from: String,
     #[serde(default)]
     to: String,
+    /// Any text: a number that is not a page (`-1`, empty, too large) shows the first or last
+    /// page instead of the framework's plain-text 400.
     #[serde(default)]
-    page: Option<u32>,
+    page: String,
 }
 
 struct Opt {
@@ -245,7 +247,13 @@ pub async fn queue(
     if p.rule.len() > 64 {
         return bad("The rule id is too long.".to_owned());
     }
-    let page = p.page.unwrap_or(1).clamp(1, 100_000);
+    let digits = p.page.trim();
+    let page = match digits.parse::<u64>() {
+        Ok(n) => n.clamp(1, 100_000) as u32,
+        // A number too large for 64 bits is past every page.
+        Err(_) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => 100_000,
+        Err(_) => 1,
+    };
     let q = QueueQuery {
         rule: (!p.rule.is_empty()).then(|| p.rule.clone()),
         kind,
@@ -344,8 +352,14 @@ pub async fn queue(
         })
         .collect();
     let shown = result.items.len();
+    let past_end = result.total > 0 && shown == 0;
     let showing = if result.total == 0 {
         "No flagged account matches these filters.".to_owned()
+    } else if past_end {
+        format!(
+            "Page {page} is past the end: {} accounts on {pages} page(s).",
+            result.total
+        )
     } else {
         format!(
             "{}–{} of {} accounts · page {page} of {pages}",
@@ -363,7 +377,9 @@ pub async fn queue(
         to: p.to.clone(),
         rows,
         showing,
-        prev: if page > 1 {
+        prev: if past_end {
+            format!("/queue{}", base_pairs(pages.max(1)))
+        } else if page > 1 {
             format!("/queue{}", base_pairs(page - 1))
         } else {
             String::new()

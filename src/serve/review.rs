@@ -64,7 +64,7 @@ pub fn check_form(
     f: &ActionForm,
 ) -> Result<(String, Option<Decision>), Refusal> {
     let reason = f.reason.trim().to_owned();
-    if action != ReviewAction::Claim && reason.is_empty() {
+    if action != ReviewAction::Claim && !reason.chars().any(visible) {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
             format!("A reason is required to {action} a flag. Describe what you checked and why."),
@@ -96,6 +96,20 @@ pub fn check_form(
         None
     };
     Ok((reason, decision))
+}
+
+/// Whether a character shows: not white space, and not one of Unicode's invisible format or
+/// filler characters (zero-width spaces and joiners, direction marks and overrides, the soft
+/// hyphen, variation selectors, Hangul fillers, tags): a reason of nothing else says nothing.
+fn visible(c: char) -> bool {
+    !c.is_whitespace()
+        && !c.is_control()
+        && !matches!(c,
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+            | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// The state an action leads to from the current one, or why it may not be taken.
@@ -322,5 +336,33 @@ mod tests {
             ..ActionForm::default()
         };
         assert!(check_form(ReviewAction::Dismiss, &lines).is_ok());
+    }
+
+    #[test]
+    fn reasons_of_invisible_characters_only_are_blank() {
+        for invisible in [
+            "\u{200B}\u{200B}",
+            "\u{202E}",
+            " \u{FEFF}\u{2060} ",
+            "\u{3164}",
+        ] {
+            let f = ActionForm {
+                reason: invisible.to_owned(),
+                ..ActionForm::default()
+            };
+            assert_eq!(
+                check_form(ReviewAction::Dismiss, &f).map_err(|r| r.status),
+                Err(StatusCode::BAD_REQUEST),
+                "{invisible:?}"
+            );
+        }
+        // Any visible character in any script is a reason.
+        for seen in ["vu", "\u{200B}ok", "見た", "✓"] {
+            let f = ActionForm {
+                reason: seen.to_owned(),
+                ..ActionForm::default()
+            };
+            assert!(check_form(ReviewAction::Reopen, &f).is_ok(), "{seen:?}");
+        }
     }
 }

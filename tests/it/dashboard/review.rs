@@ -17,6 +17,35 @@ async fn status_of(app: &TestApp, flag: &str) -> ReviewStatus {
         .status
 }
 
+/// Page numbers that are not pages show a page of the queue, not a plain-text 400; a page past
+/// the end says so and links back to the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_pages_out_of_range_are_answered_with_the_queue() {
+    let dir = TempDir::new("queue-pages");
+    let app = TestApp::new(&dir.0);
+    let (ana, _) = app.session("ana", Role::Analyst);
+    let first = body(app.get("/queue", Some(&ana)).await).await;
+    assert!(
+        first.contains("page 1 of 1"),
+        "the sample's queue fits one page"
+    );
+    for page in ["-1", "", "abc", "0"] {
+        let r = app.get(&format!("/queue?page={page}"), Some(&ana)).await;
+        assert_eq!(r.status(), StatusCode::OK, "{page}");
+        assert!(body(r).await.contains("page 1 of 1"), "{page}");
+    }
+    let r = app
+        .get("/queue?page=99999999999999999999", Some(&ana))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let past = body(r).await;
+    assert!(past.contains("is past the end"), "{past}");
+    assert!(
+        past.contains("href=\"/queue\""),
+        "a link back to the last page"
+    );
+}
+
 /// Two dashboards on one lake: an action taken on a flag another dashboard acted on meanwhile is
 /// refused (409), never recorded over it; the audit log holds one claim and one decision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
