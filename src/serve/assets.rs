@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -66,13 +66,26 @@ pub fn url(name: &str) -> String {
     }
 }
 
+/// The query of an asset's URL: its version.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct VersionQuery {
+    #[serde(default)]
+    v: Option<String>,
+}
+
 /// Names of the embedded files.
 pub fn names() -> impl Iterator<Item = &'static str> {
     ASSETS.iter().map(|a| a.name)
 }
 
-/// `GET /static/{file}`.
-pub async fn static_file(Path(file): Path<String>, headers: HeaderMap) -> Response {
+/// `GET /static/{file}`: cached for a year when asked for at its versioned URL ([`url`]), else
+/// revalidated at each use (its ETag answers 304), so that an unversioned or old link never
+/// pins an old copy.
+pub async fn static_file(
+    Path(file): Path<String>,
+    Query(q): Query<VersionQuery>,
+    headers: HeaderMap,
+) -> Response {
     let Some(i) = ASSETS.iter().position(|a| a.name == file) else {
         return (StatusCode::NOT_FOUND, "no such file\n").into_response();
     };
@@ -97,9 +110,14 @@ pub async fn static_file(Path(file): Path<String>, headers: HeaderMap) -> Respon
     let h = r.headers_mut();
     h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.mime));
+    let current = q.v.as_deref() == Some(versions()[i].as_str());
     h.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=31536000, immutable"),
+        HeaderValue::from_static(if current {
+            "public, max-age=31536000, immutable"
+        } else {
+            "no-cache"
+        }),
     );
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);

@@ -122,7 +122,7 @@ async fn static_files_are_served_gzipped_to_clients_that_accept_it() {
     let plain = body(plain).await;
     let r = app
         .send(
-            Request::get("/static/app.css")
+            Request::get(vigie::serve::assets::url("app.css"))
                 .header(header::ACCEPT_ENCODING, "gzip, deflate")
                 .body(Body::empty())
                 .expect("request"),

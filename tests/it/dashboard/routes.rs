@@ -177,6 +177,18 @@ async fn security_headers_on_every_response() {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("immutable"))
     );
+    // Without its version, or with an old one, it is revalidated at each use instead.
+    for stale in ["/static/app.js", "/static/app.js?v=old"] {
+        let r = app.get(stale, None).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(
+            r.headers()
+                .get("cache-control")
+                .and_then(|v| v.to_str().ok()),
+            Some("no-cache"),
+            "{stale}"
+        );
+    }
     // Pages carry no inline script or style.
     let page = super::common::body(app.get("/queue", Some(&cookie)).await).await;
     assert!(
