@@ -59,7 +59,27 @@ pub async fn form(ctx: Ctx, Query(q): Query<FormQuery>) -> Response {
             },
         );
     }
+    // An id ending in `.json` names that game's page, not the JSON of the id before it.
+    if id.ends_with(".json") {
+        return found(&format!("/verify/{id}?format=html"));
+    }
     found(&format!("/verify/{id}"))
+}
+
+/// The query of a game's page: `format=json` or `format=html` whatever the id ends with.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct FormatQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// The JSON URL of a game's verification.
+fn json_url(game: &str) -> String {
+    if game.ends_with(".json") {
+        format!("/verify/{game}?format=json")
+    } else {
+        format!("/verify/{game}.json")
+    }
 }
 
 /// Game and match ids the page accepts (the log format's ids, bounded).
@@ -243,7 +263,7 @@ fn view(ctx: &Ctx, v: &PublicVerification) -> VerifyTpl {
     VerifyTpl {
         l: Layout::new(ctx, &format!("Verify {}", v.game)),
         script: assets::url("verify.js"),
-        json_url: format!("/verify/{}.json", v.game),
+        json_url: json_url(&v.game),
         game: v.game.clone(),
         what,
         seats: v.seats.join(", "),
@@ -336,13 +356,16 @@ fn json_error(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
 }
 
-/// `GET /verify/{id}` (HTML) and `GET /verify/{id}.json`.
+/// `GET /verify/{id}` (HTML) and `GET /verify/{id}.json`; `?format=json` or `?format=html`
+/// chooses whatever the id ends with (game ids may end in `.json`: without a format, such a path is
+/// the JSON of the id before the suffix, or, when no game has that id, the page of the whole id).
 pub async fn game(
     State(app): State<AppState>,
     ctx: Ctx,
     headers: HeaderMap,
     ClientAddr(connect): ClientAddr,
     Path(id): Path<String>,
+    Query(q): Query<FormatQuery>,
 ) -> Response {
     let key = [format!(
         "verify:{}",
@@ -352,9 +375,18 @@ pub async fn game(
         return too_many(wait);
     }
     app.public_limiter().fail(&key);
-    let (id, as_json) = match id.strip_suffix(".json") {
-        Some(g) => (g.to_owned(), true),
-        None => (id, false),
+    let (id, as_json, whole) = match (q.format.as_deref(), id.strip_suffix(".json")) {
+        (Some("json"), _) => (id, true, None),
+        (Some("html"), _) => (id, false, None),
+        (Some(other), _) => {
+            return ErrorPage::response(
+                &ctx,
+                StatusCode::BAD_REQUEST,
+                &format!("Unknown format {other:?}: json or html."),
+            );
+        }
+        (None, Some(g)) => (g.to_owned(), true, Some(id.clone())),
+        (None, None) => (id, false, None),
     };
     let fail = |status: StatusCode, message: &str| {
         if as_json {
@@ -375,10 +407,17 @@ pub async fn game(
     let game = id.clone();
     let result = tokio::task::spawn_blocking(move || {
         let lake = Lake::open(&root).map_err(|e| e.to_string())?;
-        public_verification(&lake, &game).map_err(|e| e.to_string())
+        let first = public_verification(&lake, &game).map_err(|e| e.to_string())?;
+        // `X.json` where no game is X: the page of the game `X.json`, if there is one.
+        match (&first, whole.filter(|w| valid_id(w))) {
+            (Err(NotPublic::Unknown), Some(w)) => public_verification(&lake, &w)
+                .map(|r| r.map(|v| (v, false)))
+                .map_err(|e| e.to_string()),
+            _ => Ok(first.map(|v| (v, as_json))),
+        }
     })
     .await;
-    let v = match result {
+    let (v, as_json) = match result {
         Ok(Ok(Ok(v))) => v,
         Ok(Ok(Err(NotPublic::Unknown))) => {
             return fail(

@@ -885,6 +885,55 @@ fn a_game_of_many_rejected_attempts_gets_a_page_of_bounded_size() {
     assert!(!last.contains("id=\"tl-after\""));
 }
 
+/// Game ids may end in `.json`: the form leads to that game's page, `/verify/X.json` is the JSON
+/// of the game X when there is one and else the page of the game `X.json`, and `?format=` chooses.
+#[test]
+fn a_game_whose_id_ends_in_json_can_be_verified() {
+    use super::common::{SampleIds, TempDir, TestApp, body, location};
+    let dir = TempDir::new("verify-dot-json");
+    let first = crate::replay::sample_game("lu-", 0);
+    let second = crate::replay::sample_game("lu-", 1);
+    let id = first[0]["game"].as_str().unwrap().to_owned();
+    let lone = second[0]["game"].as_str().unwrap().to_owned();
+    let day = |g: &[serde_json::Value]| g[0]["ts"].as_str().unwrap()[..10].to_owned();
+    let twin = crate::replay::moved_game(&first, &format!("{id}.json"), &day(&first));
+    // The second game only as `LONE.json`: no game is LONE.
+    let lone_twin = crate::replay::moved_game(&second, &format!("{lone}.json"), &day(&second));
+    let input = dir.0.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let text: String = [&first, &twin, &lone_twin]
+        .iter()
+        .map(|g| crate::replay::relink(g) + "\n")
+        .collect();
+    std::fs::write(input.join("games.jsonl"), text).unwrap();
+    let lake = dir.0.join("lake");
+    crate::common::quiet_ingest(&lake, &input);
+    crate::common::quiet_replay(&lake);
+    let app = TestApp::with_ids(&dir.0, SampleIds::default());
+    let rt = runtime();
+    let get = |path: String| rt.block_on(app.get(&path, None));
+    let r = get(format!("/verify?id={id}.json"));
+    assert_eq!(location(&r), format!("/verify/{id}.json?format=html"));
+    let page = rt.block_on(body(get(location(&r))));
+    assert!(
+        page.contains(&format!("Verify {id}.json")),
+        "the page of {id}.json"
+    );
+    let json = |path: String| -> serde_json::Value {
+        serde_json::from_str(&rt.block_on(body(get(path)))).unwrap()
+    };
+    assert_eq!(json(format!("/verify/{id}.json"))["game"], id.as_str());
+    assert_eq!(
+        json(format!("/verify/{id}.json?format=json"))["game"],
+        format!("{id}.json")
+    );
+    let page = rt.block_on(body(get(format!("/verify/{lone}.json"))));
+    assert!(
+        page.contains(&format!("Verify {lone}.json")),
+        "the page of {lone}.json"
+    );
+}
+
 /// Renames accounts everywhere in a game's lines: values (`player`, `players[].account`,
 /// `dealer`, `taker`, `result`) and keys (`hands`, `points`, `totals`, `payouts`).
 fn rename_accounts(v: &serde_json::Value, names: &[(&str, &str)]) -> serde_json::Value {
