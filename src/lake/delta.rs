@@ -692,9 +692,21 @@ fn try_link(dir: &Path, version: u64, actions: &[Value]) -> Result<Option<Vec<Va
         let p = p.to_path_buf();
         move |e| LakeError::Io { path: p, source: e }
     };
+    // Delta readers without in-commit timestamps date a version by its file's modification time:
+    // the file gets the time of the Vigie commit it describes, also when a later writer rolls a
+    // version forward after a crash (it was dated by the recovery, and time travel to a moment
+    // in between read the version before the commit).
+    let committed = actions
+        .iter()
+        .find_map(|a| a.get("commitInfo")?.get("timestamp")?.as_u64())
+        .filter(|&ms| ms > 0)
+        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     {
         let mut f = File::create(&tmp).map_err(io(&tmp))?;
         f.write_all(body.as_bytes()).map_err(io(&tmp))?;
+        if let Some(at) = committed {
+            f.set_modified(at).map_err(io(&tmp))?;
+        }
         f.sync_all().map_err(io(&tmp))?;
     }
     let linked = fs::hard_link(&tmp, &target);

@@ -716,7 +716,45 @@ fn killed_at_each_commit_step_then_rerun_matches_an_uninterrupted_run() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_same_lake(&lake, &reference);
+        assert_commit_files_dated(&lake);
     }
+}
+
+/// Every Delta version file of the lake is dated (modification time) by the commit it describes,
+/// also when it was rolled forward after a crash: what Delta readers without in-commit timestamps
+/// use for time travel by timestamp.
+fn assert_commit_files_dated(lake: &Path) {
+    let mut checked = 0;
+    for table in fs::read_dir(lake).unwrap().flatten() {
+        let log = table.path().join("_delta_log");
+        let Ok(files) = fs::read_dir(&log) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.len() != 25 || !name.ends_with(".json") {
+                continue;
+            }
+            let text = fs::read_to_string(f.path()).unwrap();
+            let Some(ms) = text.lines().find_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).ok()?;
+                v.get("commitInfo")?.get("timestamp")?.as_u64()
+            }) else {
+                continue;
+            };
+            if ms == 0 {
+                continue;
+            }
+            let modified = f.metadata().unwrap().modified().unwrap();
+            let at = modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64;
+            assert_eq!(at, ms, "{}", f.path().display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no Delta version dated");
 }
 
 #[test]
