@@ -230,7 +230,9 @@ pub fn create_actions(
         }}),
         json!({"protocol": {"minReaderVersion": MIN_READER, "minWriterVersion": MIN_WRITER}}),
         json!({"metaData": {
-            "id": uuid_of(&format!("vigie table {table}")),
+            // Unique per table and lake, as the protocol asks (a name alone gave every lake's
+            // `events` the same id); later `metaData` actions keep it.
+            "id": uuid_of(&format!("vigie table {table} {}", super::random_id())),
             "name": table,
             "format": {"provider": "parquet", "options": {}},
             "schemaString": schema_string(schema, partition)?,
@@ -1819,6 +1821,15 @@ mod tests {
     fn created(fields: Vec<Field>) -> Value {
         let a = create_actions("t", &Schema::new(fields), Some("date"), &[], 3, 1_000).unwrap();
         metadata_of(&a).unwrap().clone()
+    }
+
+    #[test]
+    fn each_created_table_has_an_id_of_its_own() {
+        let one = created(vec![nullable("a", DataType::Utf8)]);
+        let two = created(vec![nullable("a", DataType::Utf8)]);
+        let id = |m: &Value| m["id"].as_str().unwrap().to_owned();
+        assert_ne!(id(&one), id(&two), "two lakes' tables of one name");
+        assert_eq!(id(&one).len(), 36);
     }
 
     fn declared(fields: Vec<Field>, partition: Option<&str>) -> String {
