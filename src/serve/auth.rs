@@ -198,8 +198,11 @@ pub use crate::staff::limiter::LoginLimiter;
 #[derive(Debug)]
 pub struct UsersWatch {
     path: std::path::PathBuf,
-    seen: Mutex<Option<(Option<std::time::SystemTime>, u64, HashMap<String, String>)>>,
+    seen: Mutex<Option<UsersSeen>>,
 }
+
+/// The users file as last read: its modification time and length, and each user's fingerprint.
+type UsersSeen = (Option<std::time::SystemTime>, u64, HashMap<String, String>);
 
 impl UsersWatch {
     /// Watches the users file at `path`.

@@ -98,7 +98,7 @@ async fn two_dashboards_on_one_lake_do_not_record_conflicting_actions() {
     let text = body(r).await;
     assert!(text.contains("confirmed"), "{text}");
     let log = vigie::review::read_log(
-        &vigie::catalog::open(&dir.0.join("lake"))
+        &vigie::catalog::open(dir.0.join("lake"))
             .unwrap()
             .snapshot()
             .unwrap(),
