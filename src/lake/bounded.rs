@@ -21,6 +21,14 @@
 //! same wrappers, so a refused value is never built at plan time either; and
 //! the constant values one query folds into its plan (which optimizer passes
 //! copy) may take at most [`MAX_CONSTANT_BYTES`] together.
+//!
+//! A regular expression that differs per row (`regexp_like(a, b)`, `a ~ b`) is compiled once per
+//! distinct pattern of a batch, and the compiled forms are kept for the batch, outside the pool:
+//! one probe's 8,192 patterns such as `(game){500}x` took the server to 5.7 GB. The patterns of a
+//! batch must compile, each, within the value cap divided by their number ([`Bounded`] compiles
+//! them first with that limit); the regex operators with a pattern that is not a constant are
+//! planned as `regexp_like` so that the same check applies, and `SIMILAR TO` takes constant
+//! patterns only.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -93,6 +101,19 @@ impl Cost {
     }
 }
 
+/// Index of the argument that is a regular expression, for the functions that compile one.
+fn pattern_arg(name: &str) -> Option<usize> {
+    match name {
+        "regexp_like" | "regexp_match" | "regexp_count" | "regexp_instr" | "regexp_replace"
+        | "regexp_substr" => Some(1),
+        _ => None,
+    }
+}
+
+/// Smallest compiled size a batch's distinct patterns may each be given before their number alone
+/// is refused.
+const MIN_PATTERN_BYTES: usize = 16 << 10;
+
 /// A scalar function whose calls are checked against the session's value cap and the pairwise work limit.
 #[derive(Debug)]
 pub struct Bounded {
@@ -137,6 +158,40 @@ impl Bounded {
 
     fn refuse(&self, what: String) -> DataFusionError {
         DataFusionError::ResourcesExhausted(format!("{}() refused: {what}", self.inner.name()))
+    }
+
+    /// Refuses a batch of per-row patterns that could not all be compiled within the value cap:
+    /// each distinct pattern is compiled here first, limited to its share of the cap.
+    fn check_patterns(&self, patterns: &ArrayRef) -> Result<()> {
+        let mut distinct: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        match patterns.data_type() {
+            DataType::Utf8 => distinct.extend(patterns.as_string::<i32>().iter().flatten()),
+            DataType::LargeUtf8 => distinct.extend(patterns.as_string::<i64>().iter().flatten()),
+            DataType::Utf8View => distinct.extend(patterns.as_string_view().iter().flatten()),
+            _ => return Ok(()),
+        }
+        let n = distinct.len().max(1);
+        let each = self.cap / n;
+        if each < MIN_PATTERN_BYTES {
+            return Err(self.refuse(format!(
+                "it would compile {n} different regular expressions in one batch, more than this session's limit of {} bytes per value allows",
+                self.cap
+            )));
+        }
+        for p in distinct {
+            let built = regex::RegexBuilder::new(p)
+                .size_limit(each)
+                .dfa_size_limit(each)
+                .build();
+            if let Err(regex::Error::CompiledTooBig(_)) = built {
+                let shown: String = p.chars().take(40).collect();
+                return Err(self.refuse(format!(
+                    "the regular expression {shown:?} would take more than {each} bytes compiled ({n} different ones in one batch share this session's limit of {} bytes)",
+                    self.cap
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn too_big(&self, bytes: u128) -> DataFusionError {
@@ -471,6 +526,11 @@ impl ScalarUDFImpl for Bounded {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if let Some(i) = pattern_arg(self.inner.name())
+            && let Some(ColumnarValue::Array(patterns)) = args.args.get(i)
+        {
+            self.check_patterns(patterns)?;
+        }
         let any_array = args
             .args
             .iter()
@@ -677,6 +737,36 @@ impl BoundFunctions {
                     ScalarFunction::new_udf(wrapped, vec![*b.left, *b.right]),
                 )))
             }
+            // A pattern per row: planned as `regexp_like`, whose patterns are checked.
+            Expr::BinaryExpr(b)
+                if matches!(
+                    b.op,
+                    Operator::RegexMatch
+                        | Operator::RegexIMatch
+                        | Operator::RegexNotMatch
+                        | Operator::RegexNotIMatch
+                ) && !matches!(*b.right, Expr::Literal(..)) =>
+            {
+                let wrapped = bounded(datafusion::functions::regex::regexp_like().as_ref().clone());
+                let mut args = vec![*b.left, *b.right];
+                if matches!(b.op, Operator::RegexIMatch | Operator::RegexNotIMatch) {
+                    args.push(Expr::Literal(ScalarValue::Utf8(Some("i".to_owned())), None));
+                }
+                let like = Expr::ScalarFunction(ScalarFunction::new_udf(wrapped, args));
+                Ok(Transformed::yes(
+                    if matches!(b.op, Operator::RegexNotMatch | Operator::RegexNotIMatch) {
+                        Expr::Not(Box::new(like))
+                    } else {
+                        like
+                    },
+                ))
+            }
+            Expr::SimilarTo(l) if !matches!(*l.pattern, Expr::Literal(..)) => {
+                Err(DataFusionError::Plan(
+                    "SIMILAR TO takes a constant pattern; for a pattern per row use regexp_like"
+                        .to_owned(),
+                ))
+            }
             other => Ok(Transformed::no(other)),
         }
     }
@@ -791,6 +881,36 @@ mod tests {
         )
         .unwrap();
         assert!(out.contains("| b ") && out.contains("true"), "{out}");
+    }
+
+    #[test]
+    fn a_pattern_per_row_must_compile_within_the_cap() {
+        // Eight rows, each its own pattern that expands 10,000 times (over the 1 MiB cap shared by
+        // eight): refused, through the function and through the operators.
+        let many = "FROM (SELECT concat('ab', CAST(v AS VARCHAR)) AS g FROM \
+                    (VALUES (1),(2),(3),(4),(5),(6),(7),(8)) t(v)) s";
+        for q in [
+            format!("SELECT count(*) {many} WHERE regexp_like(g, concat('(', g, '){{10000}}x'))"),
+            format!("SELECT count(*) {many} WHERE g ~ concat('(', g, '){{10000}}x')"),
+            format!("SELECT count(*) {many} WHERE g !~* concat('(', g, '){{10000}}x')"),
+        ] {
+            let err = run(MB, &q).expect_err(&q);
+            assert!(err.contains("compiled"), "{q}: {err}");
+        }
+        // Small patterns per row, and any constant pattern, still run, with the operators' meaning.
+        let out = run(
+            MB,
+            &format!(
+                "SELECT count(*) FILTER (WHERE g ~ concat('^', g, '$')) AS a, \
+                 count(*) FILTER (WHERE g !~ concat('^', g, '$')) AS b, \
+                 count(*) FILTER (WHERE upper(g) ~* concat('^', g)) AS c, \
+                 count(*) FILTER (WHERE g ~ 'ab[0-9]') AS d {many}"
+            ),
+        )
+        .unwrap();
+        assert!(out.contains("| 8 | 0 | 8 | 8 |"), "{out}");
+        let err = run(MB, &format!("SELECT count(*) {many} WHERE g SIMILAR TO g")).unwrap_err();
+        assert!(err.contains("constant pattern"), "{err}");
     }
 
     #[test]
