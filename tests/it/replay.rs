@@ -474,6 +474,20 @@ fn a_pass_marked_automatic_is_no_finding() {
     );
 }
 
+/// The games of the simulator's clean run, each as its lines' JSON values in seq order.
+fn clean_games() -> Vec<Vec<serde_json::Value>> {
+    crate::sim::common::clean()
+        .games()
+        .values()
+        .map(|g| {
+            g.lines
+                .iter()
+                .map(|(t, _)| serde_json::from_str(t).unwrap())
+                .collect()
+        })
+        .collect()
+}
+
 /// An attempt the server rejects after a timeout, before it logs the automatic action it owes
 /// (the contract fixes no order between them), from the player who timed out or from another:
 /// out of turn since the timeout (a race), never a legal action wrongly rejected, whatever the
@@ -481,14 +495,8 @@ fn a_pass_marked_automatic_is_no_finding() {
 #[test]
 fn an_attempt_between_a_timeout_and_the_automatic_action_is_out_of_turn() {
     use serde_json::Value;
-    let run = crate::sim::common::clean();
     let mut tried = BTreeMap::new();
-    for g in run.games().values() {
-        let lines: Vec<Value> = g
-            .lines
-            .iter()
-            .map(|(t, _)| serde_json::from_str(t).unwrap())
-            .collect();
+    for lines in clean_games() {
         let kind = lines[0]["kind"].as_str().unwrap_or_default().to_string();
         if tried.get(&kind).is_some_and(|n| *n >= 3) {
             continue;
@@ -552,15 +560,8 @@ fn an_attempt_between_a_timeout_and_the_automatic_action_is_out_of_turn() {
 /// turn (which counts as tampering once a second has passed) nor a wrong reason.
 #[test]
 fn an_attempt_from_a_ludo_player_who_left_is_after_their_end() {
-    use serde_json::Value;
-    let run = crate::sim::common::clean();
     let mut tried = 0;
-    for g in run.games().values() {
-        let lines: Vec<Value> = g
-            .lines
-            .iter()
-            .map(|(t, _)| serde_json::from_str(t).unwrap())
-            .collect();
+    for lines in clean_games() {
         // A departure followed by a roll: the game goes on without the player.
         let Some(at) = (1..lines.len() - 1)
             .find(|&i| lines[i]["type"] == "left" && lines[i + 1]["type"] == "roll")

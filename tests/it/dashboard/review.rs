@@ -17,6 +17,18 @@ async fn status_of(app: &TestApp, flag: &str) -> ReviewStatus {
         .status
 }
 
+/// Posts a review action on a flag for a session: `/flag/{flag}/{action}` with the form `form`.
+async fn act(
+    app: &TestApp,
+    flag: &str,
+    action: &str,
+    cookie: &str,
+    form: &str,
+) -> axum::http::Response<axum::body::Body> {
+    app.post(&format!("/flag/{flag}/{action}"), Some(cookie), form)
+        .await
+}
+
 /// Page numbers that are not pages show a page of the queue, not a plain-text 400; a page past
 /// the end says so and links back to the last one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,41 +71,31 @@ async fn two_dashboards_on_one_lake_do_not_record_conflicting_actions() {
     // Both dashboards have read the flag open.
     assert_eq!(status_of(&first, &flag).await, ReviewStatus::Open);
     assert_eq!(status_of(&second, &flag).await, ReviewStatus::Open);
-    let r = second
-        .post(
-            &format!("/flag/{flag}/claim"),
-            Some(&rob),
-            &format!("csrf={rob_csrf}"),
-        )
-        .await;
+    let r = act(&second, &flag, "claim", &rob, &format!("csrf={rob_csrf}")).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    let r = first
-        .post(
-            &format!("/flag/{flag}/claim"),
-            Some(&rita),
-            &format!("csrf={rita_csrf}"),
-        )
-        .await;
+    let r = act(&first, &flag, "claim", &rita, &format!("csrf={rita_csrf}")).await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     assert!(body(r).await.contains("claimed by rob"));
     // Rob decides on the second dashboard; an admin on the first dismisses the flag it still
     // shows claimed.
-    let r = second
-        .post(
-            &format!("/flag/{flag}/confirm"),
-            Some(&rob),
-            &format!("csrf={rob_csrf}&decision=blocked&reason=seen"),
-        )
-        .await;
+    let r = act(
+        &second,
+        &flag,
+        "confirm",
+        &rob,
+        &format!("csrf={rob_csrf}&decision=blocked&reason=seen"),
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let (ada, ada_csrf) = first.session("ada", Role::Admin);
-    let r = first
-        .post(
-            &format!("/flag/{flag}/dismiss"),
-            Some(&ada),
-            &format!("csrf={ada_csrf}&reason=nothing"),
-        )
-        .await;
+    let r = act(
+        &first,
+        &flag,
+        "dismiss",
+        &ada,
+        &format!("csrf={ada_csrf}&reason=nothing"),
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
     let text = body(r).await;
     assert!(text.contains("confirmed"), "{text}");
