@@ -7,8 +7,8 @@
 --   out-of-turn actions sent well after the turn changed.
 -- why: the platform's rule is that any manipulation attempt is reported, then the account is blocked. A
 --   normal client only offers legal actions, so these causes are evidence of a modified client; benign
---   look-alikes are excluded: double-submits within 1 s of a turn change (races), malformed messages
---   (flaky networks), and attempts after the game was decided.
+--   look-alikes are excluded: double-submits within 1 s of a turn change (races), resends of the player's own
+--   last accepted action, malformed messages (flaky networks), and attempts after the game was decided.
 -- severity: critical
 -- action: block_recommended
 -- param min_attempts = 1 : tamper attempts in 30 days before flagging

@@ -196,7 +196,7 @@ row_table! {
         tamper_first: Option<Ts>,
         /// Timestamp of the last tamper attempt.
         tamper_last: Option<Ts>,
-        /// Out-of-turn attempts within 1 s of a turn change (double submits, not tampering).
+        /// Out-of-turn attempts within 1 s of a turn change, and rejected copies of the player's own last accepted action whenever they come (double submits and resends, not tampering).
         races: i64,
         /// Attempts the server rejected as malformed.
         malformed: i64,
@@ -410,11 +410,20 @@ impl MoveFacts {
         let mut think = Vec::new();
         // Whether the player has made a slow move while losing in this game yet.
         let mut stalled = false;
+        // The player's last accepted action: a rejected copy of it is a resend (a client that did
+        // not see its action acknowledged sends it again, late or after the opponent's reply, and
+        // the copy is then out of turn or no longer fits the board), not a forged action.
+        let mut last_accepted: Option<&str> = None;
         for m in moves.iter().filter(|m| m.player == account) {
             f.attempts += 1;
             let cause = m.cause.as_deref();
             let since = m.since_turn_ms.unwrap_or(i64::MAX);
+            let resent = !m.accepted && cause.is_some() && last_accepted == Some(m.text.as_str());
+            if m.accepted {
+                last_accepted = Some(m.text.as_str());
+            }
             let kind = match cause {
+                _ if resent => None,
                 Some("out_of_turn") if since > RACE_MS => Some(16),
                 Some(c) => TAMPER_CAUSES.iter().position(|t| *t == c),
                 None => None,
@@ -426,7 +435,7 @@ impl MoveFacts {
                 f.tamper_first = f.tamper_first.or(Some(m.ts));
                 f.tamper_last = Some(m.ts);
             }
-            f.races += i64::from(cause == Some("out_of_turn") && since <= RACE_MS);
+            f.races += i64::from(resent || (cause == Some("out_of_turn") && since <= RACE_MS));
             f.malformed += i64::from(m.server_reason.as_deref() == Some("malformed"));
             f.late_attempts += i64::from(cause == Some("after_end"));
             if !m.accepted || m.auto || m.action == "pass" {
@@ -514,15 +523,26 @@ mod tests {
         // A forged attempt, a race, a late one, a malformed one, an instant forced move while losing
         // and a slow one.
         let mut forged = attempt(17, "a", 800);
-        (forged.accepted, forged.cause) = (false, Some("not_own_piece".into()));
+        (forged.accepted, forged.cause, forged.text) =
+            (false, Some("not_own_piece".into()), "21-17".into());
         let mut race = attempt(18, "a", 800);
-        (race.accepted, race.cause, race.since_turn_ms) =
-            (false, Some("out_of_turn".into()), Some(300));
+        (race.accepted, race.cause, race.since_turn_ms, race.text) =
+            (false, Some("out_of_turn".into()), Some(300), "31-27".into());
         let mut late_turn = attempt(19, "a", 800);
-        (late_turn.accepted, late_turn.cause, late_turn.since_turn_ms) =
-            (false, Some("out_of_turn".into()), Some(5000));
+        (
+            late_turn.accepted,
+            late_turn.cause,
+            late_turn.since_turn_ms,
+            late_turn.text,
+        ) = (
+            false,
+            Some("out_of_turn".into()),
+            Some(5000),
+            "33-29".into(),
+        );
         let mut malformed = attempt(20, "a", 800);
-        (malformed.accepted, malformed.server_reason) = (false, Some("malformed".into()));
+        (malformed.accepted, malformed.server_reason, malformed.text) =
+            (false, Some("malformed".into()), "x".into());
         let mut instant = attempt(21, "a", 100);
         (instant.forced, instant.balance) = (Some(true), Some(-2.0));
         let mut slow = attempt(22, "a", 9000);
@@ -572,6 +592,17 @@ mod tests {
             (b.attempts, b.timed_moves, b.think_cv14, b.think_cv),
             (1, 1, None, None)
         );
+        // Copies of the player's last accepted move ("32-28"), rejected late and after the
+        // opponent's reply (no longer its piece): resends, not tampering.
+        let mut resends = moves.clone();
+        for (seq, cause) in [(23, "out_of_turn"), (24, "not_own_piece")] {
+            let mut copy = attempt(seq, "a", 800);
+            (copy.accepted, copy.cause, copy.since_turn_ms) =
+                (false, Some(cause.into()), Some(1500));
+            resends.push(copy);
+        }
+        let r = MoveFacts::of(&resends, "a");
+        assert_eq!((r.tamper_attempts, r.races), (2, 3));
     }
 
     #[test]
