@@ -56,6 +56,27 @@ pub enum StreamError {
     },
 }
 
+impl StreamError {
+    /// Whether another writer's commit (a compaction, a push, another process) came first: the
+    /// stage or files this pass read moved, whichever stage met it (a replay's conflict comes
+    /// wrapped in the replay's error, and used to stop the stream).
+    pub fn is_conflict(&self) -> bool {
+        use crate::detect::DetectError;
+        use crate::features::FeaturesError;
+        use crate::replay::run::ReplayError;
+        matches!(
+            self,
+            StreamError::Lake(LakeError::Conflict(_))
+                | StreamError::Ingest(IngestError::Lake(LakeError::Conflict(_)))
+                | StreamError::Replay(ReplayError::Lake(LakeError::Conflict(_)))
+                | StreamError::Detect(DetectError::Lake(LakeError::Conflict(_)))
+                | StreamError::Detect(DetectError::Features(FeaturesError::Lake(
+                    LakeError::Conflict(_)
+                )))
+        )
+    }
+}
+
 /// Options of `vigie stream`.
 #[derive(Debug, Clone)]
 pub struct StreamOptions {
@@ -617,8 +638,8 @@ fn ingest_loop(
                     tracing::warn!(file = %p.display(), "file changed while read; batch retried");
                     report.retries += 1;
                 }
-                Err(StreamError::Lake(LakeError::Conflict(c))) => {
-                    tracing::warn!(conflict = %c, "concurrent commit; batch retried");
+                Err(e) if e.is_conflict() => {
+                    tracing::warn!(conflict = %e, "concurrent commit; batch retried");
                     report.retries += 1;
                 }
                 Err(e) => return Err(e),
@@ -716,8 +737,8 @@ fn compact_loop(
         let _one = compacting.lock().unwrap_or_else(|p| p.into_inner());
         match compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report) {
             Ok(()) => {}
-            Err(StreamError::Lake(LakeError::Conflict(c))) => {
-                tracing::debug!(conflict = %c, "compaction met a concurrent commit; tried again later");
+            Err(e) if e.is_conflict() => {
+                tracing::debug!(conflict = %e, "compaction met a concurrent commit; tried again later");
             }
             Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
         }
@@ -918,8 +939,8 @@ fn derive_loop(
         match pass {
             Ok(()) => {}
             // Another writer moved the same stage or files: the next pass starts again from the lake.
-            Err(StreamError::Lake(LakeError::Conflict(c))) if !finish => {
-                tracing::warn!(conflict = %c, "concurrent commit; replay retried");
+            Err(e) if e.is_conflict() && !finish => {
+                tracing::warn!(conflict = %e, "concurrent commit; replay retried");
             }
             Err(e) => return Err(e),
         }
@@ -930,6 +951,21 @@ fn derive_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conflict_met_by_any_stage_is_retried_not_fatal() {
+        let conflict = || LakeError::Conflict("commit 67 (compact) removed a file".into());
+        for e in [
+            StreamError::Lake(conflict()),
+            StreamError::Ingest(IngestError::Lake(conflict())),
+            StreamError::Replay(crate::replay::run::ReplayError::Lake(conflict())),
+            StreamError::Detect(crate::detect::DetectError::Lake(conflict())),
+        ] {
+            assert!(e.is_conflict(), "{e}");
+        }
+        assert!(!StreamError::Replay(crate::replay::run::ReplayError::Worker).is_conflict());
+        assert!(!StreamError::DeriveStopped.is_conflict());
+    }
 
     #[test]
     fn the_background_analysis_rests_to_keep_its_share_of_a_core() {
