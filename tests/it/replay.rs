@@ -494,7 +494,6 @@ fn clean_games() -> Vec<Vec<serde_json::Value>> {
 /// engine's state after the automatic action it already applied.
 #[test]
 fn an_attempt_between_a_timeout_and_the_automatic_action_is_out_of_turn() {
-    use serde_json::Value;
     let mut tried = BTreeMap::new();
     for lines in clean_games() {
         let kind = lines[0]["kind"].as_str().unwrap_or_default().to_string();
