@@ -154,6 +154,9 @@ pub fn discover(inputs: &[PathBuf]) -> io::Result<Discovered> {
             out.files.push(input.clone());
             continue;
         }
+        // Directories by their real path: a link back up the tree is followed once, never round.
+        let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+        seen.extend(std::fs::canonicalize(input).ok());
         let mut stack = vec![input.clone()];
         while let Some(d) = stack.pop() {
             let entries = match std::fs::read_dir(&d) {
@@ -174,8 +177,25 @@ pub fn discover(inputs: &[PathBuf]) -> io::Result<Discovered> {
                 };
                 let p = entry.path();
                 match entry.file_type() {
-                    Ok(ft) if ft.is_dir() => stack.push(p),
+                    Ok(ft) if ft.is_dir() => {
+                        if std::fs::canonicalize(&p).map_or(true, |real| seen.insert(real)) {
+                            stack.push(p);
+                        }
+                    }
                     Ok(ft) if ft.is_file() && is_log_name(&p) => out.files.push(p),
+                    // A symbolic link is followed (it was skipped without a word): to a log file,
+                    // as that file (a copy of a source is recognised as such); to a directory,
+                    // once; a link to nothing is reported.
+                    Ok(ft) if ft.is_symlink() => match std::fs::metadata(&p) {
+                        Ok(m) if m.is_dir() => {
+                            if std::fs::canonicalize(&p).is_ok_and(|real| seen.insert(real)) {
+                                stack.push(p);
+                            }
+                        }
+                        Ok(m) if m.is_file() && is_log_name(&p) => out.files.push(p),
+                        Ok(_) => {}
+                        Err(e) => out.unreadable.push((p, e)),
+                    },
                     Ok(_) => {}
                     Err(e) => out.unreadable.push((p, e)),
                 }

@@ -459,6 +459,28 @@ fn a_shorter_copy_read_after_the_longer_file_adds_nothing() {
 }
 
 #[test]
+fn symbolic_links_are_followed_once_and_a_dangling_one_is_reported() {
+    let (dir, logs) = scratch_logs();
+    let lines = sample_lines();
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir_all(elsewhere.join("srv-09")).unwrap();
+    fs::write(elsewhere.join("a.jsonl"), lines[..100].concat()).unwrap();
+    fs::write(elsewhere.join("srv-09/b.jsonl"), lines[100..150].concat()).unwrap();
+    let link = |to: &Path, at: &str| std::os::unix::fs::symlink(to, logs.join(at)).unwrap();
+    // A link to a file, to a directory, a second link to that file (a copy, read once), a link
+    // back up the tree (no loop) and a link to nothing.
+    link(&elsewhere.join("a.jsonl"), "a.jsonl");
+    link(&elsewhere.join("srv-09"), "srv-09");
+    link(&elsewhere.join("a.jsonl"), "current.jsonl");
+    link(&logs, "up");
+    link(&dir.path().join("gone.jsonl"), "gone.jsonl");
+    let lake = dir.path().join("lake");
+    let r = ingest(&lake, std::slice::from_ref(&logs));
+    assert_eq!((r.lines_valid, r.files_unreadable), (150, 1), "{r:?}");
+    assert_same_as_one_file(&lake, dir.path(), &lines[..150].concat());
+}
+
+#[test]
 fn a_sealed_archive_continued_by_a_longer_file_is_read_to_the_end() {
     let (dir, logs) = scratch_logs();
     let lines = sample_lines();
