@@ -23,6 +23,23 @@ pub struct Attempted<'a> {
     pub what: &'static str,
 }
 
+/// The turn as an attempt meets it: whether it waits on the server's automatic action (rejected,
+/// logged between a timeout that owes one, at `owed_since`, and that action: the contract fixes no
+/// order between them, and the turn is then the server's, whoever sent it), and the milliseconds
+/// since the turn changed hands (at the timeout, for such an attempt; else at `changed`).
+pub fn turn_clock(
+    ts: i64,
+    attempt: &Attempt,
+    decided: bool,
+    owed_since: Option<i64>,
+    changed: i64,
+) -> (bool, i64) {
+    match owed_since {
+        Some(at) if !attempt.accepted() && !decided => (true, ts - at),
+        _ => (false, ts - changed),
+    }
+}
+
 /// Emits the findings of an attempt: accepted illegal, late, rejected legal, or the classified cause.
 pub fn judge_attempt(cx: &mut Cx<'_>, a: &Attempted<'_>) {
     let Some(verdict) = a.verdict else { return };

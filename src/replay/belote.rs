@@ -1,6 +1,6 @@
 //! Belote replay: deals, bids, completed hands, plays, scoring of each deal, timeouts, match end.
 
-use super::attempt::{Attempted, judge_attempt};
+use super::attempt::{Attempted, judge_attempt, turn_clock};
 use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
 use super::rows::{DepartureRow, MoveRow};
@@ -142,17 +142,10 @@ impl BeloteRules {
             cx.stats(player).rejected += 1;
         }
         let decided = cx.decision.is_some();
-        // A rejected attempt logged between a timeout and the automatic bid or card it owes (the
-        // contract fixes no order between them; the engine has already applied that action): the
-        // turn is the server's, whoever sent it, since the timeout.
-        let awaiting_auto = self.owed.is_some() && !a.accepted() && !decided;
+        // The engine has already applied the automatic action a timeout owes.
+        let owed_since = self.owed.map(|_| self.owed_at);
+        let (awaiting_auto, since_turn) = turn_clock(ts, a, decided, owed_since, self.turn_changed);
         let on_turn = p.is_some() && self.to_act() == p && !decided && !awaiting_auto;
-        let since_turn = ts
-            - if awaiting_auto {
-                self.owed_at
-            } else {
-                self.turn_changed
-            };
         let owed = match (self.owed, p) {
             (Some(Owed::Bid(q)), Some(p)) | (Some(Owed::Card(q, _)), Some(p)) if q == p => {
                 self.owed

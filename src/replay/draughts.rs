@@ -1,6 +1,6 @@
 //! Draughts replay (international, Brazilian, Medieval): attempts, clock and timeout rules, duels, results.
 
-use super::attempt::{Attempted, judge_attempt};
+use super::attempt::{Attempted, judge_attempt, turn_clock};
 use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
 use super::rows::{DepartureRow, MoveRow};
@@ -152,16 +152,9 @@ impl DraughtsRules {
         let color = self.color_of(player);
         let pos = *self.game.position();
         let decided = cx.decision.is_some();
-        // A rejected attempt logged between a timeout and the automatic move it owes (the contract
-        // fixes no order between them): the turn is the server's, whoever sent it, since the timeout.
-        let awaiting_auto = self.pending_auto.is_some() && !a.accepted() && !decided;
+        let owed_since = self.pending_auto.map(|_| self.owed_at);
+        let (awaiting_auto, since_turn) = turn_clock(ts, a, decided, owed_since, self.turn_since);
         let on_turn = color == Some(pos.turn()) && !decided && !awaiting_auto;
-        let since_turn = ts
-            - if awaiting_auto {
-                self.owed_at
-            } else {
-                self.turn_since
-            };
         let legal_count = self.game.legal_move_count() as i64;
         let verdict: Option<Result<d::Move, Code>> = if decided {
             Some(Err(Code::AfterEnd))

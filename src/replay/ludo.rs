@@ -1,6 +1,6 @@
 //! Ludo replay: rolls, token moves and passes, bonus rolls and third sixes, timeouts, forfeits, results.
 
-use super::attempt::{Attempted, judge_attempt};
+use super::attempt::{Attempted, judge_attempt, turn_clock};
 use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
 use super::rows::{DepartureRow, MoveRow};
@@ -216,17 +216,10 @@ impl LudoRules {
         } else {
             cx.stats(player).rejected += 1;
         }
-        // A rejected attempt logged between a timeout and the automatic move it owes (the contract
-        // fixes no order between them; the engine has already applied that move): the turn is the
-        // server's, whoever sent it, since the timeout.
-        let awaiting_auto = self.owed_auto.is_some() && !a.accepted() && !decided;
+        // The engine has already applied the automatic move a timeout owes.
+        let owed_since = self.owed_auto.map(|_| self.owed_at);
+        let (awaiting_auto, since_turn) = turn_clock(ts, a, decided, owed_since, self.turn_changed);
         let on_turn = p.is_some() && self.current() == p && !decided && !awaiting_auto;
-        let since_turn = ts
-            - if awaiting_auto {
-                self.owed_at
-            } else {
-                self.turn_changed
-            };
         let (legal_count, balance) = match (&self.game, p, self.die) {
             (Some(g), Some(p), Some(v)) => (
                 Some(g.legal_tokens_for(p, v).len() as i64),
