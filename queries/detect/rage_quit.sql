@@ -16,6 +16,15 @@
 --   gives at most max_p (binomial), when the rate per lost game is also at least min_ratio times the
 --   baseline (a bad connection drops out somewhat more in lost games; a rage-quitter many times
 --   more). Like lichess's playban, one abandon is noise; we flag a pattern and only recommend review.
+--   That test trusts the account's own rate while not losing, which a short history does not give: a
+--   player on a bad connection who loses most of its games (3 abandons in 13 lost games, none in its
+--   9 others) passed it. So the abandons must also fall while losing more often than the account's
+--   own moves do (an independently written simulator's players on bad connections drop out at random
+--   moments): had each abandon come at a random move of the account's, it would be while losing with
+--   the share of its timed moves played while losing (moves_losing / moves_timed, the platform's when
+--   it has none); the chance of at least that many of its abandons while losing (binomial) must be at
+--   most max_p_split. It is a check of consistency, not the test: a few abandons, all while losing,
+--   give at best the share to their number (0.5^4 = 0.06).
 --   The evidence also splits the abandons while losing in the window by how they came: the page
 --   closed (the player's act) or the connection lost (what a bad connection does too), for the
 --   reviewer; the rule does not weigh them.
@@ -25,9 +34,11 @@
 -- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
 -- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
+-- param max_p_split = 0.2 : chance of at least that many of the account's abandons while losing, at its share of moves played while losing
 WITH f AS (
     SELECT account, "window", games, losses, abandons_losing, coalesce(abandons, 0) AS abandons,
-           greatest(coalesce(abandons, 0) - abandons_losing, 0) AS abandons_other
+           greatest(coalesce(abandons, 0) - abandons_losing, 0) AS abandons_other,
+           coalesce(moves_losing, 0) AS moves_losing, coalesce(moves_timed, 0) AS moves_timed
     FROM account_features WHERE "window" = '30d'
 ),
 base AS (
@@ -37,7 +48,9 @@ base AS (
                / greatest(coalesce(sum(losses) FILTER (WHERE abandons_other = 0), 0), 1) AS sound_share,
            -- Abandons while not losing per game not lost (a game abandoned is lost: counted back).
            CAST(sum(abandons_other) AS DOUBLE)
-               / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate
+               / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate,
+           -- The platform's share of timed moves played while losing (null when none was timed).
+           CAST(sum(moves_losing) AS DOUBLE) / nullif(sum(moves_timed), 0) AS losing_move_share
     FROM f
 ),
 t AS (
@@ -46,6 +59,9 @@ t AS (
            coalesce(nullif(b.sound_share, 0), b.share) AS platform_sound_share,
            b.other_rate AS platform_other_rate,
            CASE WHEN b.other_rate > 0 THEN greatest(b.share / b.other_rate, 1.0) ELSE 1.0 END AS losing_factor,
+           b.losing_move_share AS platform_losing_move_share,
+           CASE WHEN f.moves_timed > 0 THEN CAST(least(f.moves_losing, f.moves_timed) AS DOUBLE) / f.moves_timed
+                ELSE b.losing_move_share END AS losing_move_share,
            (f.abandons_other + ${prior_games} * b.other_rate)
                / (greatest(f.games - f.losses, 0) + f.abandons_other + ${prior_games}) AS own_other_rate
     FROM f CROSS JOIN base b
@@ -55,10 +71,15 @@ tested AS (
     SELECT *, greatest(platform_sound_share, own_other_rate * losing_factor) AS baseline,
            CAST(abandons_losing AS DOUBLE) / greatest(losses, abandons_losing) AS abandon_share,
            binomial_at_least(abandons_losing, greatest(losses, abandons_losing),
-                             greatest(platform_sound_share, own_other_rate * losing_factor)) AS p_value
+                             greatest(platform_sound_share, own_other_rate * losing_factor)) AS p_value,
+           -- Null when no move was ever timed (no share to test against): not flagged.
+           binomial_at_least(abandons_losing, greatest(abandons, abandons_losing), losing_move_share) AS p_split
     FROM t
 ),
-hits AS (SELECT * FROM tested x WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline)
+hits AS (
+    SELECT * FROM tested x
+    WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline AND x.p_split <= ${max_p_split}
+)
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
        x.abandons_losing, x.abandons_other, x.losses, x.games, x.abandon_share,
@@ -67,6 +88,8 @@ SELECT x.account, x."window",
        x.p_value, x.abandon_share / x.baseline AS ratio_to_baseline,
        ${min_abandons} AS min__abandons_losing, ${max_p} AS max__p_value,
        ${min_ratio} AS min__ratio_to_baseline,
+       x.moves_losing, x.moves_timed, x.losing_move_share, x.platform_losing_move_share, x.p_split,
+       ${max_p_split} AS max__p_split,
        e.page_closed_while_losing, e.disconnected_while_losing,
        e.refs, e.first_seen, e.last_seen
 FROM hits x
