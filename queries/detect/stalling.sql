@@ -19,6 +19,12 @@
 --   simulator). So the rule tests a second baseline, the same built from the moves not losing made
 --   before the first slow move while losing of each game; that also leaves out the rest of an
 --   honest player's hard games (slow moves come in runs), so a flag on it needs min_ratio_prestall.
+--   Either way, the account's slow moves must also fall while losing more often than its moves do:
+--   had each come at a random move of the account's, it would be while losing with its share of
+--   moves played while losing; the chance of at least that many of its slow moves (while losing and
+--   otherwise) while losing (binomial) must be at most max_p_split. A slow player who is behind in
+--   nine moves out of ten was flagged on the second baseline with 8 slow moves in 114 while losing,
+--   against 1 in its 12 others (the one before its games' first stall: 0 in 1).
 -- severity: low
 -- action: review
 -- param min_slow = 5 : moves over 80 % of the clock while losing, in 30 days
@@ -26,6 +32,7 @@
 -- param min_ratio = 4 : the share while losing at least this many times the baseline
 -- param max_p = 0.000001 : chance of at least that many at the baseline (per account and month)
 -- param min_ratio_prestall = 8 : on the baseline before each game's first slow move while losing, the ratio needed
+-- param max_p_split = 0.2 : chance of at least that many of the account's slow moves while losing, at its share of moves played while losing
 WITH other AS (
     SELECT *, greatest(moves_timed - moves_losing, 0) AS moves_other,
            coalesce(slow_share_other, 0) * greatest(moves_timed - moves_losing, 0) AS slow_moves_other
@@ -60,7 +67,11 @@ baselines AS (
 ),
 tested AS (
     SELECT *, binomial_at_least(slow_moves_losing, moves_losing, baseline) AS p_value,
-           binomial_at_least(slow_moves_losing, moves_losing, baseline_prestall) AS p_value_prestall
+           binomial_at_least(slow_moves_losing, moves_losing, baseline_prestall) AS p_value_prestall,
+           -- moves_timed >= moves_losing >= slow_moves_losing >= min_slow > 0 here.
+           CAST(moves_losing AS DOUBLE) / moves_timed AS losing_move_share,
+           binomial_at_least(slow_moves_losing, slow_moves_losing + round(slow_moves_other),
+                             CAST(moves_losing AS DOUBLE) / moves_timed) AS p_split
     FROM baselines
 ),
 hits AS (
@@ -68,8 +79,9 @@ hits AS (
            -- Which baseline the flag rests on: the one with all moves not losing when it holds there.
            coalesce(p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline, false) AS on_all
     FROM tested
-    WHERE (p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
-       OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall)
+    WHERE ((p_value <= ${max_p} AND slow_share_losing >= ${min_ratio} * baseline)
+           OR (p_value_prestall <= ${max_p} AND slow_share_losing >= ${min_ratio_prestall} * baseline_prestall))
+      AND p_split <= ${max_p_split}
 ),
 -- The evidence a reviewer opens: the slow moves while losing of the games started in the window, as
 -- the replay lists them per game (`game_players.slow_losing_refs`, null in rows an older Vigie
@@ -100,6 +112,8 @@ SELECT account, "window",
        p_value_prestall, slow_share_losing / baseline_prestall AS ratio_to_baseline_prestall,
        CASE WHEN on_all THEN 'all moves not losing' ELSE 'moves not losing before stalling' END AS flagged_on,
        think_mean_ms, ${min_slow} AS min__slow_moves_losing,
+       CAST(round(slow_moves_other) AS BIGINT) AS slow_moves_other, moves_timed, losing_move_share, p_split,
+       ${max_p_split} AS max__p_split,
        -- The thresholds of the baseline the flag rests on (the dashboard sets them against their columns).
        CASE WHEN on_all THEN ${max_p} END AS max__p_value,
        CASE WHEN on_all THEN ${min_ratio} END AS min__ratio_to_baseline,
