@@ -5,13 +5,15 @@
 --   rate of such faults makes likely for the games they played.
 -- why: a server fault that keeps favouring the same account can be a bug someone learned to trigger;
 --   faults land on honest players too, and an account that plays much meets more of them. So the
---   rule counts only faults that favoured the account, compares the count with what the platform's
---   rate per game predicts for its number of games (a Poisson test), and flags only counts that
---   chance would give less than once in ten thousand accounts a month. Faults against the account
+--   rule counts only faults that favoured the account, and the games they fell in rather than the
+--   faults (one server incident accepts a run of late moves: three late moves of one game made an
+--   honest account "favoured three times"), compares that count with what the platform's rate of
+--   such games per game played predicts for its number of games (a Poisson test), and flags only
+--   counts that chance would give less than once in ten thousand accounts a month. Faults against the account
 --   (a legal move refused, an early timeout) are never held against it.
 -- severity: low
 -- action: review
--- param min_findings = 2 : faults in the account's favour in 30 days
+-- param min_games = 2 : games with a fault in the account's favour, in 30 days
 -- param max_p = 0.0001 : chance of at least that many at the platform's rate (false flags per account per month)
 WITH favoured AS (
     SELECT f.account, f.code, f.game, f.seq, f.ts
@@ -26,13 +28,15 @@ played AS (
     SELECT account, games FROM account_features WHERE "window" = '30d'
 ),
 platform AS (
-    -- Faults in a player's favour per game played, over every account of the window.
-    SELECT CAST((SELECT count(*) FROM favoured) AS DOUBLE) / greatest(sum(games), 1) AS rate
+    -- Games with a fault in a player's favour, per game played, over every account of the window.
+    SELECT CAST((SELECT count(*) FROM (SELECT DISTINCT account, game FROM favoured)) AS DOUBLE)
+               / greatest(sum(games), 1) AS rate
     FROM played
 ),
 tested AS (
     SELECT f.account,
            count(*) AS favoured_findings,
+           count(DISTINCT f.game) AS favoured_games,
            greatest(max(p.games), 1) AS games,
            array_to_string(array_sort(array_distinct(array_agg(f.code))), ' ') AS codes,
            array_agg(concat(f.game, ':', CAST(f.seq AS VARCHAR)) ORDER BY f.ts, f.game, f.seq) AS refs,
@@ -41,13 +45,13 @@ tested AS (
     GROUP BY f.account
 )
 SELECT t.account, '30d' AS "window",
-       -log10(greatest(poisson_at_least(t.favoured_findings, t.games * pl.rate), 1e-300)) AS score,
-       t.favoured_findings, t.games, t.codes,
-       t.games * pl.rate AS expected_findings,
+       -log10(greatest(poisson_at_least(t.favoured_games, t.games * pl.rate), 1e-300)) AS score,
+       t.favoured_games, t.favoured_findings, t.games, t.codes,
+       t.games * pl.rate AS expected_games,
        pl.rate AS platform_rate_per_game,
-       poisson_at_least(t.favoured_findings, t.games * pl.rate) AS p_value,
-       ${min_findings} AS min__favoured_findings, ${max_p} AS max__p_value,
+       poisson_at_least(t.favoured_games, t.games * pl.rate) AS p_value,
+       ${min_games} AS min__favoured_games, ${max_p} AS max__p_value,
        t.refs, t.first_seen, t.last_seen
 FROM tested t CROSS JOIN platform pl
-WHERE t.favoured_findings >= ${min_findings}
-  AND poisson_at_least(t.favoured_findings, t.games * pl.rate) <= ${max_p}
+WHERE t.favoured_games >= ${min_games}
+  AND poisson_at_least(t.favoured_games, t.games * pl.rate) <= ${max_p}
