@@ -11,6 +11,15 @@
 //! probability `p`, i.e. how often an account with the platform's share would show `k` or more
 //! of its `n` (an abandon in `k` of `n` lost games). Null when an argument is null or `p` is not
 //! in [0, 1]; 1 when `k <= 0`; 0 when `k > n`.
+//!
+//! `poisson_at_most(k, lambda)`: the chance that a Poisson count of mean `lambda` is at most `k`
+//! (computed directly, not as 1 minus the other tail, so that a small chance keeps its digits): with
+//! `k = n - 1` and `lambda` the sum of `-ln u` over `n` uniform chances `u`, Fisher's combination of
+//! them. Null when an argument is null; 0 when `k < 0`; 1 when `lambda <= 0 <= k`.
+//!
+//! `balance_edge(balance)`: the edge of the balance grid a balance below 0 falls on (see
+//! [`balance_edge`]), the grid on which the replay counts a player's moves while losing
+//! (`game_players.losing_edges`).
 
 use std::sync::Arc;
 
@@ -19,6 +28,63 @@ use arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{ColumnarValue, ScalarUDF, Volatility, create_udf};
 use datafusion::prelude::SessionContext;
+
+/// Magnitudes of the balance grid: 0, then 1, 1.5, 2, 3, 4, 6, 8, 12, ... (two steps an octave).
+fn grid_magnitude(k: i32) -> f64 {
+    match k {
+        i32::MIN..=0 => 0.0,
+        k if k % 2 == 1 => 2f64.powi((k - 1) / 2),
+        k => 1.5 * 2f64.powi((k - 2) / 2),
+    }
+}
+
+/// The edge of the balance grid a balance below 0 falls on: minus the largest magnitude of the grid
+/// (0, 1, 1.5, 2, 3, 4, 6, 8, 12, ...) that is at most its absolute value; the balance itself when
+/// it is 0 or more (or not a number).
+///
+/// Moves are counted per edge instead of per balance (a Ludo player meets some forty balances a
+/// game, a draughts player five) and an edge is never below the balances it stands for: the share
+/// of a player's moves whose edge is at most a balance's edge is at least the share at or below the
+/// balance, so a depth computed on the grid is never smaller than the true one.
+///
+/// ```
+/// use vigie::lake::functions::balance_edge;
+/// assert_eq!(balance_edge(-1.0), -1.0);
+/// assert_eq!(balance_edge(-5.0), -4.0);
+/// assert_eq!(balance_edge(-7.0), -6.0);
+/// assert_eq!(balance_edge(-0.5), 0.0);
+/// assert_eq!(balance_edge(2.0), 2.0);
+/// ```
+pub fn balance_edge(balance: f64) -> f64 {
+    if balance >= 0.0 || balance.is_nan() {
+        return balance;
+    }
+    let magnitude = -balance;
+    let mut k = 0;
+    while k < 2100 && grid_magnitude(k + 1) <= magnitude {
+        k += 1;
+    }
+    if k == 0 { 0.0 } else { -grid_magnitude(k) }
+}
+
+/// P(X <= k) for X ~ Poisson(lambda).
+pub fn poisson_at_most(k: f64, lambda: f64) -> f64 {
+    if k.is_nan() || lambda.is_nan() {
+        return f64::NAN;
+    }
+    let k = k.floor();
+    if k < 0.0 {
+        return 0.0;
+    }
+    if lambda <= 0.0 {
+        return 1.0;
+    }
+    if lambda.is_infinite() {
+        return 0.0;
+    }
+    // P(X <= k) = Q(k + 1, lambda), the upper regularized gamma function.
+    statrs::function::gamma::checked_gamma_ur(k + 1.0, lambda).unwrap_or(f64::NAN)
+}
 
 /// P(X >= k) for X ~ Poisson(lambda).
 pub fn poisson_at_least(k: f64, lambda: f64) -> f64 {
@@ -109,6 +175,10 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(float_udf("binomial_at_least", |[k, n, p]| {
         Some(binomial_at_least(k, n, p)).filter(|v| !v.is_nan())
     }));
+    ctx.register_udf(float_udf("poisson_at_most", |[k, lambda]| {
+        Some(poisson_at_most(k, lambda)).filter(|v| !v.is_nan())
+    }));
+    ctx.register_udf(float_udf("balance_edge", |[b]| Some(balance_edge(b))));
 }
 
 #[cfg(test)]
@@ -121,6 +191,42 @@ mod tests {
         assert!((normal_at_least(1.959_963_984_540_054) - 0.025).abs() < 1e-9);
         assert!((normal_at_least(-1.0) - (1.0 - normal_at_least(1.0))).abs() < 1e-12);
         assert!((normal_at_least(4.753_424_308_822_899) / 1e-6 - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn poisson_lower_tail_is_the_complement_with_its_digits() {
+        for (k, lambda) in [(0.0, 0.5), (3.0, 1.0), (2.0, 6.9), (8.0, 20.7)] {
+            let sum = poisson_at_most(k, lambda) + poisson_at_least(k + 1.0, lambda);
+            assert!((sum - 1.0).abs() < 1e-12, "{k} {lambda}: {sum}");
+        }
+        // P(X <= 0) = e^-lambda, far below what 1 minus the other tail can tell.
+        assert!((poisson_at_most(0.0, 50.0) / (-50.0f64).exp() - 1.0).abs() < 1e-9);
+        assert_eq!(poisson_at_most(-1.0, 2.0), 0.0);
+        assert_eq!(poisson_at_most(2.0, 0.0), 1.0);
+    }
+
+    #[test]
+    fn the_balance_grid_never_goes_below_a_balance() {
+        let grid: Vec<f64> = (0..12).map(grid_magnitude).collect();
+        assert_eq!(
+            grid,
+            [
+                0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0
+            ]
+        );
+        let mut last = 0.0;
+        for i in 1..4000 {
+            let b = -f64::from(i) / 7.0;
+            let e = balance_edge(b);
+            // At or above the balance, on the grid, and no higher for a deeper balance.
+            assert!(e >= b, "{b} -> {e}");
+            assert!(grid.contains(&-e) || -e > 32.0, "{b} -> {e}");
+            assert!(e <= last, "{b} -> {e} after {last}");
+            last = e;
+        }
+        assert_eq!(balance_edge(-230.0), -192.0);
+        assert_eq!(balance_edge(f64::NEG_INFINITY), f64::NEG_INFINITY);
+        assert_eq!(balance_edge(0.0), 0.0);
     }
 
     #[test]

@@ -156,6 +156,52 @@ impl Cell for Option<Vec<String>> {
     }
 }
 
+/// List cells of numbers (`Vec<i64>`, `Vec<f64>` and their nullable forms).
+macro_rules! number_list_cell {
+    ($t:ty, $b:ty, $dt:expr) => {
+        impl Cell for Vec<$t> {
+            type Builder = ListBuilder<$b>;
+            fn data_type() -> DataType {
+                DataType::List(Arc::new(Field::new("item", $dt, true)))
+            }
+            fn builder() -> ListBuilder<$b> {
+                ListBuilder::new(<$b>::new())
+            }
+            fn append(&self, b: &mut ListBuilder<$b>) {
+                b.values().append_slice(self);
+                b.append(true);
+            }
+            fn finish(b: &mut ListBuilder<$b>) -> ArrayRef {
+                Arc::new(b.finish())
+            }
+        }
+        impl Cell for Option<Vec<$t>> {
+            type Builder = ListBuilder<$b>;
+            fn data_type() -> DataType {
+                <Vec<$t> as Cell>::data_type()
+            }
+            fn nullable() -> bool {
+                true
+            }
+            fn builder() -> ListBuilder<$b> {
+                <Vec<$t> as Cell>::builder()
+            }
+            fn append(&self, b: &mut ListBuilder<$b>) {
+                match self {
+                    Some(v) => v.append(b),
+                    None => b.append(false),
+                }
+            }
+            fn finish(b: &mut ListBuilder<$b>) -> ArrayRef {
+                <Vec<$t> as Cell>::finish(b)
+            }
+        }
+    };
+}
+
+number_list_cell!(i64, Int64Builder, DataType::Int64);
+number_list_cell!(f64, Float64Builder, DataType::Float64);
+
 /// Declares a derived table's row type.
 ///
 /// ```ignore
