@@ -1,5 +1,6 @@
 //! The tables replay writes: `findings`, `games`, `game_players`, `moves`, `departures`.
 
+use crate::lake::functions::balance_edge;
 use crate::lake::record::Ts;
 use crate::row_table;
 
@@ -242,6 +243,10 @@ row_table! {
         think_mad_ms: Option<f64>,
         /// The player's balance (see moves.balance) when they gave the game up, by leaving or by a timeout that ended their part; null when they did not, or when it is unknown.
         quit_balance: Option<f64>,
+        /// How far behind the timed moves made while losing were: the edges of the balance grid (see the SQL function `balance_edge`) they fell on, ascending (null in rows an older Vigie wrote).
+        losing_edges: Option<Vec<f64>>,
+        /// Timed moves made while losing at each of those edges (null in rows an older Vigie wrote).
+        losing_edge_moves: Option<Vec<i64>>,
     }
 }
 
@@ -364,6 +369,8 @@ pub struct MoveFacts {
     pub forced_think_ms: f64,
     pub losing_moves: i64,
     pub slow_losing_moves: i64,
+    /// The timed moves made while losing per edge of the balance grid ([`balance_edge`]), ascending.
+    pub losing_edges: Vec<(f64, i64)>,
     pub other_moves: i64,
     pub slow_other_moves: i64,
     pub other_moves_prestall: i64,
@@ -452,7 +459,12 @@ impl MoveFacts {
                 f.forced_think_ms += t;
             }
             let slow = m.limit_ms.is_some_and(|l| t >= l as f64 * 0.8);
-            if m.balance.is_some_and(|b| b < 0.0) {
+            if let Some(b) = m.balance.filter(|b| *b < 0.0) {
+                let edge = balance_edge(b);
+                match f.losing_edges.binary_search_by(|(e, _)| e.total_cmp(&edge)) {
+                    Ok(i) => f.losing_edges[i].1 += 1,
+                    Err(i) => f.losing_edges.insert(i, (edge, 1)),
+                }
                 f.losing_moves += 1;
                 f.slow_losing_moves += i64::from(slow);
                 if slow {
@@ -639,6 +651,35 @@ mod tests {
         assert_eq!(
             (calm.other_moves_prestall, calm.slow_other_moves_prestall),
             (calm.other_moves, calm.slow_other_moves)
+        );
+    }
+
+    #[test]
+    fn moves_while_losing_are_counted_per_edge_of_the_balance_grid() {
+        // Behind by 1, 5, 7, 1, 3 and 40 (Ludo's scale), level, ahead; a rejected attempt and an
+        // automatic move far behind do not count.
+        let plan = [-1.0, -5.0, -7.0, -1.0, -3.0, -40.0, 0.0, 2.0, -9.0, -9.0];
+        let mut moves: Vec<MoveRow> = plan
+            .iter()
+            .zip(0..)
+            .map(|(&balance, seq)| {
+                let mut m = attempt(seq, "a", 1000);
+                m.balance = Some(balance);
+                m
+            })
+            .collect();
+        moves[8].accepted = false;
+        moves[8].cause = Some("not_own_piece".into());
+        moves[9].auto = true;
+        let f = MoveFacts::of(&moves, "a");
+        assert_eq!(f.losing_moves, 6);
+        assert_eq!(
+            f.losing_edges,
+            [(-32.0, 1), (-6.0, 1), (-4.0, 1), (-3.0, 1), (-1.0, 2)]
+        );
+        assert_eq!(
+            f.losing_edges.iter().map(|(_, n)| n).sum::<i64>(),
+            f.losing_moves
         );
     }
 
