@@ -25,6 +25,15 @@
 --   it has none); the chance of at least that many of its abandons while losing (binomial) must be at
 --   most max_p_split. It is a check of consistency, not the test: a few abandons, all while losing,
 --   give at best the share to their number (0.5^4 = 0.06).
+--   And they must come deeper behind than random moments would: a rage-quitter leaves when clearly
+--   beaten, a bad connection drops whatever the margin. Each abandon's depth is the share of the
+--   account's own moves of the window, in games of the same kind, played at its balance or worse
+--   (at least uniform at random moments, near 0 for one who leaves when beaten); Fisher's
+--   combination of the depths must give at most max_p_depth. A check of consistency as well: 3
+--   abandons at depths of 0.25 give 0.2. How often an account abandons and how deep behind it was
+--   each time are two facts a player on a bad connection draws independently, so an honest account
+--   passes both with a chance of about max_p times max_p_depth (0.005 x 0.2 = 0.001 a month): the
+--   first test alone was held to 0.001 before the depth was known.
 --   The evidence also splits the abandons while losing in the window by how they came: the page
 --   closed (the player's act) or the connection lost (what a bad connection does too), for the
 --   reviewer; the rule does not weigh them.
@@ -33,8 +42,9 @@
 -- param min_abandons = 3 : abandons while losing in 30 days
 -- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
--- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
+-- param max_p = 0.005 : chance of at least that many at the baseline (times max_p_depth: false flags per account and month)
 -- param max_p_split = 0.2 : chance of at least that many of the account's abandons while losing, at its share of moves played while losing
+-- param max_p_depth = 0.2 : chance that abandons at random moments come as deep behind as they did (Fisher's combination of their depths)
 WITH f AS (
     SELECT account, "window", games, losses, abandons_losing, coalesce(abandons, 0) AS abandons,
            greatest(coalesce(abandons, 0) - abandons_losing, 0) AS abandons_other,
@@ -76,9 +86,60 @@ tested AS (
            binomial_at_least(abandons_losing, greatest(abandons, abandons_losing), losing_move_share) AS p_split
     FROM t
 ),
-hits AS (
+candidates AS (
     SELECT * FROM tested x
     WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline AND x.p_split <= ${max_p_split}
+),
+-- How deep behind each abandon of a candidate came: one plus the account's timed moves of the window,
+-- in games of the same kind (a balance is counted in that kind's units), played at that balance or
+-- worse, over one plus all its timed moves of that kind. At a random moment that is at least uniform
+-- on (0, 1]: the test below is conservative, all the more as the replay counts the moves while losing
+-- per edge of a grid that is never below their balances (`balance_edge`), and an abandon while not
+-- losing counts as 1. A rage-quitter leaves when clearly beaten, near 0. Rows an older Vigie wrote
+-- have no edges: their moves are left out of both counts.
+kind_moves AS (
+    SELECT account, kind, sum(losing_moves + other_moves) AS moves
+    FROM game_players
+    WHERE account IN (SELECT account FROM candidates) AND losing_edges IS NOT NULL
+      AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY account, kind
+),
+edges AS (
+    SELECT account, kind, unnest(losing_edges) AS edge, unnest(losing_edge_moves) AS moves
+    FROM game_players
+    WHERE account IN (SELECT account FROM candidates) AND losing_edges IS NOT NULL
+      AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+),
+abandon_depth AS (
+    SELECT d.player AS account, d.game, d.seq,
+           CASE WHEN d.balance >= 0 THEN 1.0
+                ELSE (coalesce(sum(e.moves) FILTER (WHERE e.edge <= balance_edge(d.balance)), 0) + 1.0)
+                     / (max(k.moves) + 1.0)
+           END AS depth
+    FROM departures d
+    JOIN kind_moves k ON k.account = d.player AND k.kind = d.kind
+    LEFT JOIN edges e ON e.account = d.player AND e.kind = d.kind
+    WHERE d.event = 'left' AND d.reason <> 'resigned' AND d.balance IS NOT NULL
+      AND d.ts >= ${window_end} - INTERVAL '30 days'
+      AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      AND d.player IN (SELECT account FROM candidates)
+    GROUP BY d.player, d.game, d.seq, d.balance
+),
+-- Fisher's combination: -2 sum(ln depth) is chi-square with 2n degrees of freedom for n uniform
+-- depths, so P = P(Poisson(-sum(ln depth)) <= n - 1).
+depth AS (
+    SELECT account, count(*) AS depth_abandons, avg(depth) AS mean_depth,
+           poisson_at_most(count(*) - 1, -sum(ln(depth))) AS p_depth
+    FROM abandon_depth
+    GROUP BY account
+),
+-- Without depths (every row of the window written by an older Vigie) the check is not made.
+hits AS (
+    SELECT x.*, dp.depth_abandons, dp.mean_depth, dp.p_depth
+    FROM candidates x LEFT JOIN depth dp ON dp.account = x.account
+    WHERE dp.p_depth IS NULL OR dp.p_depth <= ${max_p_depth}
 )
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
@@ -90,6 +151,7 @@ SELECT x.account, x."window",
        ${min_ratio} AS min__ratio_to_baseline,
        x.moves_losing, x.moves_timed, x.losing_move_share, x.platform_losing_move_share, x.p_split,
        ${max_p_split} AS max__p_split,
+       x.depth_abandons, x.mean_depth, x.p_depth, ${max_p_depth} AS max__p_depth,
        e.page_closed_while_losing, e.disconnected_while_losing,
        e.refs, e.first_seen, e.last_seen
 FROM hits x
@@ -100,6 +162,6 @@ LEFT JOIN (
            count(*) FILTER (WHERE reason = 'disconnected') AS disconnected_while_losing
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
       AND ts >= ${window_end} - INTERVAL '30 days'
-      AND player IN (SELECT account FROM hits)
+      AND player IN (SELECT account FROM candidates)
     GROUP BY player
 ) e ON e.account = x.account

@@ -247,7 +247,28 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         row["started_at"] = json!("2026-10-01T10:00:00Z");
     }
     players.extend(stale);
+    let mut quitter = player("r0", "rage-yes", "dv-rage");
+    quitter["losing_moves"] = json!(40);
+    quitter["other_moves"] = json!(60);
+    quitter["losing_edges"] = json!([-4.0, -3.0, -2.0, -1.0]);
+    quitter["losing_edge_moves"] = json!([10, 10, 10, 10]);
+    players.push(quitter);
     write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
+    // Rage quit's evidence: rage-yes left its lost games when clearly beaten (4 men down), at a
+    // balance at which it played a tenth of its moves (the replay's counts per edge of the grid).
+    let deps = vigie::replay::rows::DepartureRow::def();
+    let departures: Vec<Value> = (0..9)
+        .map(|i| {
+            full_row(
+                &deps,
+                "2026-11-20T10:00:00Z",
+                json!({"game": format!("r{i}"), "seq": 30, "player": "rage-yes", "event": "left",
+                       "reason": "page_closed", "losing": true, "balance": -4.0, "decisive": true,
+                       "kind": "draughts10", "mode": "standard"}),
+            )
+        })
+        .collect();
+    write_table(&lake, &deps, &departures);
     // Integrity involvement: twice favoured by server faults / once.
     let finding = |game: &str, seq: i64, account: &str| {
         json!({"game": game, "seq": seq, "ts": "2026-11-20T10:00:00Z", "kind": "draughts10", "mode": "standard",
@@ -384,6 +405,22 @@ fn every_rule_flags_its_case_and_not_the_look_alike() {
         assert!(has(yes, rule), "{rule} did not flag {yes}: {flags:?}");
         assert!(!has(no, rule), "{rule} flagged {no}: {flags:?}");
     }
+    // rage-yes's nine abandons came 4 men down, where 10 of its 100 moves were: each at a depth of
+    // 11 / 101, their chance at random moments (Fisher's) far under the bound.
+    let rage = evaluate(&lake)
+        .into_iter()
+        .find(|f| f.account == "rage-yes" && f.rule == "rage_quit")
+        .unwrap();
+    let evidence: Value = serde_json::from_str(&rage.evidence).unwrap();
+    assert_eq!(evidence["depth_abandons"], json!(9), "{evidence}");
+    let mean = evidence["mean_depth"].as_f64().unwrap();
+    assert!((mean - 11.0 / 101.0).abs() < 1e-12, "{evidence}");
+    let want = vigie::lake::functions::poisson_at_most(8.0, 9.0 * (101.0f64 / 11.0).ln());
+    assert!(
+        (evidence["p_depth"].as_f64().unwrap() / want - 1.0).abs() < 1e-9,
+        "{evidence}"
+    );
+    assert!(want < 0.01, "{want}");
     // Its evidence: every tamper attempt the replay listed in the window, in time order.
     let tamper = evaluate(&lake)
         .into_iter()
