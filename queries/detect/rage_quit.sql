@@ -29,8 +29,10 @@
 --   beaten, a bad connection drops whatever the margin. Each abandon's depth is the share of the
 --   account's own moves of the window, in games of the same kind, played at its balance or worse
 --   (at least uniform at random moments, near 0 for one who leaves when beaten); Fisher's
---   combination of the depths must give at most max_p_depth. A check of consistency as well: 3
---   abandons at depths of 0.25 give 0.2. (The depth and the split are not independent of each
+--   combination of the depths must give at most max_p_depth. A check of consistency as well, looser
+--   than the split's: it lets go only abandons about as deep as random moments' (3 abandons at
+--   depths of 0.3 give 0.3); a rage-quitter who is often far behind leaves at depths his own moves
+--   reach often too. (The depth and the split are not independent of each
 --   other, nor of how often an account abandons while losing: abandons while losing are deeper than
 --   the account's average move; so neither loosens max_p. With max_p at 0.005 five honest accounts
 --   of Vigie's held-out seeds 66, 67 and 69 were flagged, against one at 0.001.)
@@ -44,7 +46,7 @@
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
 -- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
 -- param max_p_split = 0.2 : chance of at least that many of the account's abandons while losing, at its share of moves played while losing
--- param max_p_depth = 0.2 : chance that abandons at random moments come as deep behind as they did (Fisher's combination of their depths)
+-- param max_p_depth = 0.3 : chance that abandons at random moments come as deep behind as they did (Fisher's combination of their depths)
 WITH f AS (
     SELECT account, "window", games, losses, abandons_losing, coalesce(abandons, 0) AS abandons,
            greatest(coalesce(abandons, 0) - abandons_losing, 0) AS abandons_other,
