@@ -32,10 +32,10 @@
 --   combination of the depths must give at most max_p_depth. A check of consistency as well, looser
 --   than the split's: it lets go only abandons about as deep as random moments' (3 abandons at
 --   depths of 0.3 give 0.3); a rage-quitter who is often far behind leaves at depths his own moves
---   reach often too. (The depth and the split are not independent of each
---   other, nor of how often an account abandons while losing: abandons while losing are deeper than
---   the account's average move; so neither loosens max_p. With max_p at 0.005 five honest accounts
---   of Vigie's held-out seeds 66, 67 and 69 were flagged, against one at 0.001.)
+--   reach often too. (The depth and the split are not independent of each other, nor of how often
+--   an account abandons while losing: abandons while losing are deeper than the account's average
+--   move; so neither loosens max_p. With max_p at 0.005 five honest accounts of Vigie's seeds 66,
+--   67 and 69 were flagged, against one at 0.001.)
 --   The evidence also splits the abandons while losing in the window by how they came: the page
 --   closed (the player's act) or the connection lost (what a bad connection does too), for the
 --   reviewer; the rule does not weigh them.
