@@ -93,26 +93,26 @@ candidates AS (
     WHERE x.p_value <= ${max_p} AND x.abandon_share >= ${min_ratio} * x.baseline AND x.p_split <= ${max_p_split}
 ),
 -- How deep behind each abandon of a candidate came: one plus the account's timed moves of the window,
--- in games of the same kind (a balance is counted in that kind's units), played at that balance or
--- worse, over one plus all its timed moves of that kind. At a random moment that is at least uniform
--- on (0, 1]: the test below is conservative, all the more as the replay counts the moves while losing
--- per edge of a grid that is never below their balances (`balance_edge`), and an abandon while not
--- losing counts as 1. A rage-quitter leaves when clearly beaten, near 0. Rows an older Vigie wrote
--- have no edges: their moves are left out of both counts.
-kind_moves AS (
-    SELECT account, kind, sum(losing_moves + other_moves) AS moves
+-- in games of the same kind (its modes and variants together: a balance is counted in that kind's
+-- units, which Ludo's variants share only roughly), played at that balance or worse, over one plus
+-- all its timed moves of that kind. At a random moment that is at least uniform on (0, 1]: the test
+-- below is conservative, all the more as the replay counts the moves while losing per edge of a grid
+-- that is never below their balances (`balance_edge`), and an abandon while not losing counts as 1.
+-- A rage-quitter leaves when clearly beaten, near 0. The games counted are those started in the
+-- window whose rows have edges (rows an older Vigie wrote have none), and only the abandons of those
+-- games are weighed, so that each abandon's own game is among the moves it is ranked against.
+counted AS (
+    SELECT game, account, kind, losing_moves + other_moves AS moves, losing_edges, losing_edge_moves
     FROM game_players
     WHERE account IN (SELECT account FROM candidates) AND losing_edges IS NOT NULL
       AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-    GROUP BY account, kind
+),
+kind_moves AS (
+    SELECT account, kind, sum(moves) AS moves FROM counted GROUP BY account, kind
 ),
 edges AS (
-    SELECT account, kind, unnest(losing_edges) AS edge, unnest(losing_edge_moves) AS moves
-    FROM game_players
-    WHERE account IN (SELECT account FROM candidates) AND losing_edges IS NOT NULL
-      AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
-      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    SELECT account, kind, unnest(losing_edges) AS edge, unnest(losing_edge_moves) AS moves FROM counted
 ),
 abandon_depth AS (
     SELECT d.player AS account, d.game, d.seq,
@@ -121,10 +121,11 @@ abandon_depth AS (
                      / (max(k.moves) + 1.0)
            END AS depth
     FROM departures d
+    JOIN counted c ON c.game = d.game AND c.account = d.player
     JOIN kind_moves k ON k.account = d.player AND k.kind = d.kind
     LEFT JOIN edges e ON e.account = d.player AND e.kind = d.kind
     WHERE d.event = 'left' AND d.reason <> 'resigned' AND d.balance IS NOT NULL
-      AND d.ts >= ${window_end} - INTERVAL '30 days'
+      AND d.ts <= ${window_end}
       AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
       AND d.player IN (SELECT account FROM candidates)
     GROUP BY d.player, d.game, d.seq, d.balance
@@ -137,7 +138,8 @@ depth AS (
     FROM abandon_depth
     GROUP BY account
 ),
--- Without depths (every row of the window written by an older Vigie) the check is not made.
+-- Without depths (no abandon in a game of the window whose row has edges: rows an older Vigie wrote)
+-- the check is not made.
 hits AS (
     SELECT x.*, dp.depth_abandons, dp.mean_depth, dp.p_depth
     FROM candidates x LEFT JOIN depth dp ON dp.account = x.account

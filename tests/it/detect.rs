@@ -247,12 +247,22 @@ fn crafted() -> (tempfile::TempDir, Lake) {
         row["started_at"] = json!("2026-10-01T10:00:00Z");
     }
     players.extend(stale);
-    let mut quitter = player("r0", "rage-yes", "dv-rage");
-    quitter["losing_moves"] = json!(40);
-    quitter["other_moves"] = json!(60);
-    quitter["losing_edges"] = json!([-4.0, -3.0, -2.0, -1.0]);
-    quitter["losing_edge_moves"] = json!([10, 10, 10, 10]);
-    players.push(quitter);
+    // rage-yes's games: its 100 timed moves in the first (10 at each edge from -4 to -1), none in the
+    // other eight it left.
+    for i in 0..9 {
+        let mut quitter = player(&format!("r{i}"), "rage-yes", "dv-rage");
+        let first = i == 0;
+        quitter["timed_moves"] = json!(if first { 100 } else { 0 });
+        quitter["losing_moves"] = json!(if first { 40 } else { 0 });
+        quitter["other_moves"] = json!(if first { 60 } else { 0 });
+        quitter["losing_edges"] = json!(if first {
+            vec![-4.0, -3.0, -2.0, -1.0]
+        } else {
+            vec![]
+        });
+        quitter["losing_edge_moves"] = json!(if first { vec![10, 10, 10, 10] } else { vec![] });
+        players.push(quitter);
+    }
     write_table(&lake, &vigie::replay::rows::PlayerRow::def(), &players);
     // Rage quit's evidence: rage-yes left its lost games when clearly beaten (4 men down), at a
     // balance at which it played a tenth of its moves (the replay's counts per edge of the grid).
