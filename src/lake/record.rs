@@ -134,29 +134,34 @@ impl Cell for Vec<String> {
     }
 }
 
-impl Cell for Option<Vec<String>> {
-    type Builder = ListBuilder<StringBuilder>;
+/// A nullable list cell: null, or the list of its non-nullable form.
+impl<T, B> Cell for Option<Vec<T>>
+where
+    Vec<T>: Cell<Builder = ListBuilder<B>>,
+    B: ArrayBuilder,
+{
+    type Builder = ListBuilder<B>;
     fn data_type() -> DataType {
-        <Vec<String> as Cell>::data_type()
+        <Vec<T> as Cell>::data_type()
     }
     fn nullable() -> bool {
         true
     }
-    fn builder() -> ListBuilder<StringBuilder> {
-        <Vec<String> as Cell>::builder()
+    fn builder() -> ListBuilder<B> {
+        <Vec<T> as Cell>::builder()
     }
-    fn append(&self, b: &mut ListBuilder<StringBuilder>) {
+    fn append(&self, b: &mut ListBuilder<B>) {
         match self {
             Some(v) => v.append(b),
             None => b.append(false),
         }
     }
-    fn finish(b: &mut ListBuilder<StringBuilder>) -> ArrayRef {
-        <Vec<String> as Cell>::finish(b)
+    fn finish(b: &mut ListBuilder<B>) -> ArrayRef {
+        <Vec<T> as Cell>::finish(b)
     }
 }
 
-/// List cells of numbers (`Vec<i64>`, `Vec<f64>` and their nullable forms).
+/// List cells of numbers (`Vec<i64>`, `Vec<f64>`; their nullable forms are the generic `Option<Vec<T>>`).
 macro_rules! number_list_cell {
     ($t:ty, $b:ty, $dt:expr) => {
         impl Cell for Vec<$t> {
@@ -173,27 +178,6 @@ macro_rules! number_list_cell {
             }
             fn finish(b: &mut ListBuilder<$b>) -> ArrayRef {
                 Arc::new(b.finish())
-            }
-        }
-        impl Cell for Option<Vec<$t>> {
-            type Builder = ListBuilder<$b>;
-            fn data_type() -> DataType {
-                <Vec<$t> as Cell>::data_type()
-            }
-            fn nullable() -> bool {
-                true
-            }
-            fn builder() -> ListBuilder<$b> {
-                <Vec<$t> as Cell>::builder()
-            }
-            fn append(&self, b: &mut ListBuilder<$b>) {
-                match self {
-                    Some(v) => v.append(b),
-                    None => b.append(false),
-                }
-            }
-            fn finish(b: &mut ListBuilder<$b>) -> ArrayRef {
-                <Vec<$t> as Cell>::finish(b)
             }
         }
     };
