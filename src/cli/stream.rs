@@ -31,6 +31,12 @@ pub struct StreamArgs {
     /// Hours the hourly vacuum keeps the files that commits removed (time travel needs them).
     #[arg(long, default_value_t = 168)]
     vacuum_retain: u64,
+    /// Minutes the vacuum keeps the removed files of the tables every detection pass rewrites whole
+    /// (account_features, pair_features, flags; vacuumed every half of it): their versions can
+    /// be read back that far. At a pass a second they are about 5 MB a pass on a month of 20,000
+    /// accounts.
+    #[arg(long, default_value_t = 10)]
+    vacuum_retain_rewrites: u64,
     /// Share of one core the engine analysis of draughts games takes at most in the background
     /// while following (flagged accounts' games first, then a sample; as `vigie analyse`; it waits
     /// while a pass runs); 0 turns it off. Not with `--once`.
@@ -58,6 +64,7 @@ impl StreamArgs {
             rules,
             once,
             vacuum_retain,
+            vacuum_retain_rewrites,
             analyse_share,
             analyse_nodes,
             analyse_sample,
@@ -74,6 +81,8 @@ impl StreamArgs {
         opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
         opts.once = once;
         opts.vacuum_retain = std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
+        opts.rewrites_retain =
+            std::time::Duration::from_secs(vacuum_retain_rewrites.saturating_mul(60));
         opts.analysis = (analyse_share > 0.0).then(|| {
             vigie::stream::StreamAnalysis::new(analyse_share, analyse_nodes, analyse_sample)
         });

@@ -122,6 +122,9 @@ pub struct Lake {
 pub struct Snapshot {
     root: PathBuf,
     pub state: Arc<State>,
+    /// Of an older version: its tables some of whose files were vacuumed since, each with one
+    /// such file (a query of them fails and names it; the other tables read as they were).
+    vacuumed: BTreeMap<String, String>,
 }
 
 impl Snapshot {
@@ -130,7 +133,18 @@ impl Snapshot {
         Snapshot {
             root: root.to_path_buf(),
             state: Arc::new(State::default()),
+            vacuumed: BTreeMap::new(),
         }
+    }
+
+    /// Why `table` of this (older) version can no longer be read, when a file of it was vacuumed.
+    pub fn vacuumed(&self, table: &str) -> Option<String> {
+        self.vacuumed.get(table).map(|path| {
+            format!(
+                "table {table} at version {} can no longer be read: {path} was vacuumed (keep versions longer with `vigie vacuum --retain HOURS`; the stream keeps the tables each pass rewrites for `--vacuum-retain-rewrites` minutes)",
+                self.state.version
+            )
+        })
     }
 
     /// Lake version of this snapshot.
@@ -337,22 +351,28 @@ impl Lake {
         self.version_at(ms)
     }
 
-    /// A snapshot of an older version, whose files must all still be on disk.
+    /// A snapshot of an older version. The tables whose files were all kept read as they were;
+    /// one with a file vacuumed since is named by [`Snapshot::vacuumed`], and a query of it fails.
+    /// An error when no table can be read any more.
     pub fn snapshot_at(&self, version: u64) -> Result<Snapshot> {
         let state = self.state_at(version)?;
-        if let Some(gone) = state
-            .files
-            .values()
-            .find(|f| !resolve(&self.root, &f.path).exists())
-        {
+        let mut vacuumed = BTreeMap::new();
+        for f in state.files.values() {
+            if !vacuumed.contains_key(&f.table) && !resolve(&self.root, &f.path).exists() {
+                vacuumed.insert(f.table.clone(), f.path.clone());
+            }
+        }
+        let tables: BTreeSet<&str> = state.files.values().map(|f| f.table.as_str()).collect();
+        if !tables.is_empty() && vacuumed.len() == tables.len() {
+            let gone = vacuumed.values().next().cloned().unwrap_or_default();
             return Err(LakeError::Conflict(format!(
-                "version {version} can no longer be read: {} was vacuumed (keep versions longer with `vigie vacuum --retain HOURS`)",
-                gone.path
+                "version {version} can no longer be read: {gone} was vacuumed (keep versions longer with `vigie vacuum --retain HOURS`)"
             )));
         }
         Ok(Snapshot {
             root: self.root.clone(),
             state: Arc::new(state),
+            vacuumed,
         })
     }
 
@@ -461,6 +481,7 @@ impl Lake {
         Ok(Snapshot {
             root: self.root.clone(),
             state: self.state()?,
+            vacuumed: BTreeMap::new(),
         })
     }
 
@@ -639,12 +660,29 @@ impl<'a> Writer<'a> {
     /// commit (op `vacuum`); versions that named them can no longer be read. Returns the number of
     /// files and bytes deleted, and the commit's version (none when nothing was due).
     pub fn vacuum(&mut self, retain_ms: i64) -> Result<VacuumReport> {
+        self.vacuum_with(retain_ms, &BTreeMap::new())
+    }
+
+    /// [`Writer::vacuum`], with a shorter retention for the tables of `shorter` (table name to
+    /// milliseconds; a longer one than `retain_ms` counts as `retain_ms`): the streaming job's
+    /// tables that every detection pass rewrites whole.
+    pub fn vacuum_with(
+        &mut self,
+        retain_ms: i64,
+        shorter: &BTreeMap<&str, i64>,
+    ) -> Result<VacuumReport> {
         let state = self.lake.state()?;
-        let cutoff = now_ms() - retain_ms.max(0);
+        let now = now_ms();
+        let cutoff = now - retain_ms.max(0);
         let mut report = VacuumReport::default();
         let root = self.lake.root.clone();
         let mut txn = self.begin("vacuum")?;
         for (rel, &removed) in &state.tombstones {
+            let table = rel.split('/').next().unwrap_or(rel);
+            let cutoff = match shorter.get(table) {
+                Some(&ms) => cutoff.max(now - ms.max(0)),
+                None => cutoff,
+            };
             if removed > cutoff {
                 continue;
             }

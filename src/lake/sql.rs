@@ -326,7 +326,9 @@ pub async fn session(
         .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     ctx.register_object_store(&url, Arc::new(SnapshotStore::new(snapshot)));
     for def in tables {
-        if limits.decoded.contains(&def.name) {
+        if let Some(why) = snapshot.vacuumed(def.name) {
+            ctx.register_table(def.name, Arc::new(Vacuumed::new(def, why)))?;
+        } else if limits.decoded.contains(&def.name) {
             let table = super::decoded::DecodedTable::new(snapshot, def);
             ctx.register_table(def.name, Arc::new(table))?;
         } else {
@@ -536,6 +538,52 @@ impl datafusion::physical_plan::ExecutionPlan for DeadlineExec {
         Ok(Box::pin(
             datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, checked),
         ))
+    }
+}
+
+/// A table of an older version whose files were vacuumed: its schema, and a scan that fails
+/// saying so (the session's other tables still read that version).
+#[derive(Debug)]
+struct Vacuumed {
+    schema: datafusion::arrow::datatypes::SchemaRef,
+    why: String,
+}
+
+impl Vacuumed {
+    fn new(def: &TableDef, why: String) -> Vacuumed {
+        let mut fields: Vec<_> = def.schema().fields().iter().cloned().collect();
+        if let Some(p) = def.partition {
+            fields.push(Arc::new(datafusion::arrow::datatypes::Field::new(
+                p,
+                DataType::Date32,
+                false,
+            )));
+        }
+        Vacuumed {
+            schema: Arc::new(datafusion::arrow::datatypes::Schema::new(fields)),
+            why,
+        }
+    }
+}
+
+#[async_trait]
+impl datafusion::catalog::TableProvider for Vacuumed {
+    fn schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> datafusion::datasource::TableType {
+        datafusion::datasource::TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn datafusion::catalog::Session,
+        _projection: Option<&Vec<usize>>,
+        _filters: &[datafusion::logical_expr::Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        Err(datafusion::error::DataFusionError::Plan(self.why.clone()))
     }
 }
 

@@ -24,7 +24,7 @@
 pub mod compact;
 pub mod push;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -96,6 +96,10 @@ pub struct StreamOptions {
     pub threads: usize,
     /// Files removed longer ago than this are deleted by the hourly vacuum (and on exit).
     pub vacuum_retain: Duration,
+    /// The same for the tables every detection pass rewrites whole ([`rewritten_each_pass`]),
+    /// vacuumed every half of it: at a pass a second, a week of their removed files would fill
+    /// a disk (about 5 MB a pass on a month of 20,000 accounts).
+    pub rewrites_retain: Duration,
     /// Engine analysis in the background while following (never with `once`).
     pub analysis: Option<StreamAnalysis>,
 }
@@ -153,6 +157,7 @@ impl StreamOptions {
                 .map(|n| n.get())
                 .unwrap_or(2),
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
+            rewrites_retain: REWRITES_RETAIN,
             analysis: None,
         }
     }
@@ -765,8 +770,22 @@ fn lower_priority() {
     }
 }
 
-/// How often the stream vacuums.
+/// How often the stream vacuums (more often when [`StreamOptions::rewrites_retain`] is shorter
+/// than twice this).
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
+
+/// How long the stream keeps the removed files of [`rewritten_each_pass`] by default.
+pub const REWRITES_RETAIN: Duration = Duration::from_secs(600);
+
+/// The tables a detection pass replaces whole: the features of every account and pair, and the
+/// flags.
+pub fn rewritten_each_pass() -> [&'static str; 3] {
+    [
+        crate::features::account_table().name,
+        crate::features::pair_table().name,
+        crate::detect::FlagRow::def().name,
+    ]
+}
 
 /// The analysis thread: rounds of `vigie analyse` (flagged accounts' games first) until the stream
 /// stops, each followed by a rest that keeps it to its share of a core (counted in the processor
@@ -926,11 +945,19 @@ fn derive_loop(
                     }
                 }
             }
-            // Vacuum: hourly while following, and on the way out.
-            if finish || last_vacuum.is_none_or(|t| t.elapsed() >= VACUUM_EVERY) {
+            // Vacuum: hourly while following (every half of the rewritten tables' retention
+            // when that is shorter), and on the way out.
+            let every = VACUUM_EVERY.min(opts.rewrites_retain / 2);
+            if finish || last_vacuum.is_none_or(|t| t.elapsed() >= every) {
                 last_vacuum = Some(Instant::now());
-                let retain = i64::try_from(opts.vacuum_retain.as_millis()).unwrap_or(i64::MAX);
-                let v = lake.writer()?.vacuum(retain)?;
+                let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+                let shorter: BTreeMap<&str, i64> = rewritten_each_pass()
+                    .into_iter()
+                    .map(|t| (t, ms(opts.rewrites_retain)))
+                    .collect();
+                let v = lake
+                    .writer()?
+                    .vacuum_with(ms(opts.vacuum_retain), &shorter)?;
                 report.files_vacuumed += v.files;
                 report.last_version = v.version.or(report.last_version);
             }

@@ -183,23 +183,31 @@ fn streamed_lake(dir: &Path) -> PathBuf {
         let mut text = chunk.join("\n");
         text.push('\n');
         std::fs::write(follow.join(format!("part-{i}.jsonl")), text).unwrap();
-        let out = vigie(&[
-            "stream",
-            "--follow",
-            follow.to_str().unwrap(),
-            "--lake",
-            lake.to_str().unwrap(),
-            "--once",
-            "--rules",
-            root().join("queries/detect").to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        stream_once(&follow, &lake, &[]);
     }
     lake
+}
+
+/// `vigie stream --once` of `follow` into `lake` with the shipped rules, which must succeed.
+fn stream_once(follow: &Path, lake: &Path, extra: &[&str]) {
+    let rules = root().join("queries/detect");
+    let mut args = vec![
+        "stream",
+        "--follow",
+        follow.to_str().unwrap(),
+        "--lake",
+        lake.to_str().unwrap(),
+        "--once",
+        "--rules",
+        rules.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = vigie(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn check_ok(lake: &Path) -> serde_json::Value {
@@ -268,6 +276,46 @@ fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(removed.iter().all(|p| p.exists()));
+    // The stream's shorter retention for the tables each detection pass rewrites whole deletes
+    // only their removed files; the other tables of an old version still read as they were.
+    let rewritten = vigie::stream::rewritten_each_pass();
+    let of = |p: &str| p.split('/').next().unwrap_or_default().to_owned();
+    let (short, long): (Vec<&String>, Vec<&String>) = state
+        .tombstones
+        .keys()
+        .partition(|p| rewritten.contains(&of(p).as_str()));
+    assert!(!short.is_empty() && !long.is_empty(), "{short:?} {long:?}");
+    let table = of(short[0]);
+    let with_table = (1..=state.version)
+        .find(|&v| {
+            l.state_at(v)
+                .unwrap()
+                .table_files(&table)
+                .any(|f| state.tombstones.contains_key(&f.path))
+        })
+        .unwrap();
+    let shorter = rewritten.iter().map(|t| (*t, 0i64)).collect();
+    let week = 7 * 24 * 3_600_000;
+    l.writer().unwrap().vacuum_with(week, &shorter).unwrap();
+    assert!(short.iter().all(|p| !lake.join(p).exists()));
+    assert!(long.iter().all(|p| lake.join(p).exists()));
+    let count = format!("SELECT count(*) FROM {table}");
+    let out = vigie(&[
+        "sql",
+        "--lake",
+        lake.to_str().unwrap(),
+        "--as-of",
+        &with_table.to_string(),
+        &count,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&table) && err.contains("vacuumed"), "{err}");
+    let at = with_table.max(first_events);
+    assert_eq!(
+        sql_as_of(&lake, &at.to_string(), "SELECT count(*) FROM events"),
+        l.state_at(at).unwrap().table_rows("events").to_string()
+    );
     // Zero hours deletes every removed file, and old versions say why they cannot be read.
     let out = vigie(&["vacuum", "--retain", "0", "--lake", lake.to_str().unwrap()]);
     assert!(
@@ -294,6 +342,26 @@ fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest(
     check_ok(&lake);
     assert!(l.state().unwrap().tombstones.is_empty());
     external_readers_agree(&lake, false);
+}
+
+#[test]
+fn the_stream_vacuums_what_each_pass_rewrites_on_its_own_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = streamed_lake(dir.path());
+    let before = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    let rewritten = vigie::stream::rewritten_each_pass();
+    let is_rewritten = |p: &str| rewritten.iter().any(|t| p.starts_with(&format!("{t}/")));
+    assert!(before.tombstones.keys().any(|p| is_rewritten(p)));
+    let empty = dir.path().join("nothing-new");
+    std::fs::create_dir_all(&empty).unwrap();
+    stream_once(&empty, &lake, &["--vacuum-retain-rewrites", "0"]);
+    let after = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    for p in before.tombstones.keys() {
+        let kept = lake.join(p).exists();
+        assert_eq!(kept, !is_rewritten(p), "{p}");
+        assert_eq!(after.tombstones.contains_key(p), kept, "{p}");
+    }
+    check_ok(&lake);
 }
 
 fn sql_as_of(lake: &Path, as_of: &str, q: &str) -> String {
