@@ -112,7 +112,7 @@ pub fn run(
         (None, None) => return shell(lake_dir, format, limits, as_of),
         (Some(_), Some(_)) => bail!("give a query or -f FILE, not both"),
     };
-    let snapshot = snapshot(lake_dir, as_of)?;
+    let (snapshot, _lease) = snapshot(lake_dir, as_of)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -126,17 +126,22 @@ pub fn run(
     result
 }
 
-/// The latest snapshot of a lake, or the one `--as-of` names.
-fn snapshot(lake_dir: &Path, as_of: Option<&str>) -> Result<vigie::lake::Snapshot> {
+/// The latest snapshot of a lake, or the one `--as-of` names, held while the lease lives.
+fn snapshot(
+    lake_dir: &Path,
+    as_of: Option<&str>,
+) -> Result<(vigie::lake::Snapshot, Option<vigie::lake::Lease>)> {
     let lake = super::open_existing(lake_dir)?;
-    Ok(match as_of {
+    let snapshot = match as_of {
         None => lake.snapshot()?,
         Some(spec) => {
             let v = lake.version_of(spec)?;
             lake.snapshot_at(v)
                 .with_context(|| format!("reading version {v} (--as-of {spec})"))?
         }
-    })
+    };
+    let lease = lake.hold(&snapshot);
+    Ok((snapshot, lease))
 }
 
 /// Writes batches to stdout in a format.
@@ -182,7 +187,7 @@ pub fn print_batches(batches: &[RecordBatch], format: Format) -> Result<()> {
 /// The interactive shell: one statement per `;`, history in ~/.vigie_sql_history, `\\d` lists tables, `\\d NAME` describes one.
 fn shell(lake_dir: &Path, format: Format, limits: QueryLimits, as_of: Option<&str>) -> Result<()> {
     use rustyline::error::ReadlineError;
-    let snapshot = snapshot(lake_dir, as_of)?;
+    let (snapshot, _lease) = snapshot(lake_dir, as_of)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -533,6 +533,99 @@ impl Drop for Writer<'_> {
     }
 }
 
+/// A reader's hold on the version of a snapshot, kept as long as the reader keeps it: no vacuum
+/// deletes a file that version names (a SQL session over the wire or a `vigie sql` shell may read
+/// one snapshot for hours, longer than the stream keeps the removed files of the tables each pass
+/// rewrites). A file `_vigie/readers/ID.lease` holding the version and its commit's time, locked
+/// while held; a dead reader's lease is unlocked, and the next vacuum removes it.
+#[derive(Debug)]
+pub struct Lease {
+    lock: Option<File>,
+    path: PathBuf,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            let _ = fs::remove_file(&self.path);
+            let _ = lock.unlock();
+        }
+    }
+}
+
+impl Lake {
+    /// Holds `snapshot`'s version until the lease is dropped (see [`Lease`]).
+    pub fn lease(&self, snapshot: &Snapshot) -> Result<Lease> {
+        let version = snapshot.version();
+        let time = match version {
+            0 => 0,
+            v => self.read_commit(v)?.time_ms,
+        };
+        let dir = self.root.join(READERS);
+        fs::create_dir_all(&dir).at(&dir)?;
+        let id = random_id();
+        // Locked and written under a hidden name, then renamed: a lease seen under its name is
+        // whole, and unlocked only once its reader is gone.
+        let new_path = dir.join(format!(".{id}.lease.new"));
+        let path = dir.join(format!("{id}.lease"));
+        let mut lock = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&new_path)
+            .at(&new_path)?;
+        lock.lock().at(&new_path)?;
+        lock.write_all(format!("{version} {time}\n").as_bytes())
+            .at(&new_path)?;
+        fs::rename(&new_path, &path).at(&path)?;
+        Ok(Lease {
+            lock: Some(lock),
+            path,
+        })
+    }
+
+    /// [`Lake::lease`] for a reader that reads `snapshot` long; none, with a warning, when the
+    /// lake cannot take it (a lake directory the reader may not write).
+    pub fn hold(&self, snapshot: &Snapshot) -> Option<Lease> {
+        self.lease(snapshot)
+            .map_err(|e| tracing::warn!(error = %e, "no lease on the snapshot: a vacuum may delete its files while it is read"))
+            .ok()
+    }
+
+    /// The commit time of the oldest version a live reader holds; the leases of dead readers are
+    /// removed on the way.
+    fn held_since(&self) -> Result<Option<i64>> {
+        let dir = self.root.join(READERS);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).at(&dir),
+        };
+        let mut oldest: Option<i64> = None;
+        for entry in entries {
+            let path = entry.at(&dir)?.path();
+            if path.extension().is_none_or(|e| e != "lease") {
+                continue;
+            }
+            if writer_dead(&path) {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            match text.split_whitespace().nth(1).map(str::parse::<i64>) {
+                Some(Ok(t)) => oldest = Some(oldest.map_or(t, |o| o.min(t))),
+                _ => {
+                    tracing::warn!(lease = %path.display(), "a live reader's lease cannot be read: it holds nothing")
+                }
+            }
+        }
+        Ok(oldest)
+    }
+}
+
+/// Where readers' leases live.
+const READERS: &str = "_vigie/readers";
+
 /// Whether the writer holding `lock_path` is dead (its lock can be taken).
 fn writer_dead(lock_path: &Path) -> bool {
     let Ok(f) = OpenOptions::new().write(true).open(lock_path) else {
@@ -657,7 +750,8 @@ impl<'a> Writer<'a> {
     }
 
     /// Deletes the files that commits removed longer than `retain_ms` ago and forgets them, in one
-    /// commit (op `vacuum`); versions that named them can no longer be read. Returns the number of
+    /// commit (op `vacuum`), but none of a version a live reader holds ([`Lake::lease`]); versions
+    /// that named them can no longer be read. Returns the number of
     /// files and bytes deleted, and the commit's version (none when nothing was due).
     pub fn vacuum(&mut self, retain_ms: i64) -> Result<VacuumReport> {
         self.vacuum_with(retain_ms, &BTreeMap::new())
@@ -674,6 +768,8 @@ impl<'a> Writer<'a> {
         let state = self.lake.state()?;
         let now = now_ms();
         let cutoff = now - retain_ms.max(0);
+        // Files removed since the oldest version a reader holds are kept whatever their age.
+        let held = self.lake.held_since()?;
         let mut report = VacuumReport::default();
         let root = self.lake.root.clone();
         let mut txn = self.begin("vacuum")?;
@@ -683,7 +779,7 @@ impl<'a> Writer<'a> {
                 Some(&ms) => cutoff.max(now - ms.max(0)),
                 None => cutoff,
             };
-            if removed > cutoff {
+            if removed > cutoff || held.is_some_and(|t| removed >= t) {
                 continue;
             }
             let path = root.join(rel);

@@ -196,6 +196,7 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
         Some(v) => lake.snapshot_at(v)?,
         None => lake.snapshot()?,
     };
+    let _lease = lake.hold(&snapshot);
     let mut delta_versions = BTreeMap::new();
     for t in crate::catalog::tables() {
         delta_versions.insert(

@@ -295,6 +295,8 @@ pub struct Session {
     service: Arc<DfSessionService>,
     deadline: Arc<crate::lake::sql::SessionDeadline>,
     ctx: Arc<SessionContext>,
+    /// The connection reads one snapshot from login to the end: no vacuum deletes its files.
+    _lease: Option<crate::lake::Lease>,
 }
 
 impl Drop for Session {
@@ -795,6 +797,7 @@ pub enum PgError {
 async fn session_service(cfg: &PgConfig, access: TableAccess) -> Result<Session, PgError> {
     let lake = Lake::open_existing(&cfg.lake).map_err(super::SqlError::from)?;
     let snapshot = lake.snapshot().map_err(super::SqlError::from)?;
+    let lease = lake.hold(&snapshot);
     let guard = Guard::with_access(snapshot, cfg.limits, access).await?;
     let ctx = Arc::new(guard.context().clone());
     datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog(
@@ -813,6 +816,7 @@ async fn session_service(cfg: &PgConfig, access: TableAccess) -> Result<Session,
         service: Arc::new(DfSessionService::new_with_hooks(Arc::clone(&ctx), hooks)),
         deadline: Arc::clone(guard.deadline()),
         ctx,
+        _lease: lease,
     })
 }
 

@@ -296,10 +296,29 @@ fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest(
         .unwrap();
     let shorter = rewritten.iter().map(|t| (*t, 0i64)).collect();
     let week = 7 * 24 * 3_600_000;
+    // A reader holding that version (a long SQL session) keeps its files through any vacuum; a
+    // dead reader's lease holds nothing and goes.
+    let held = l.snapshot_at(with_table).unwrap();
+    let lease = l.lease(&held).unwrap();
+    let dead = lake.join("_vigie/readers/0000dead.lease");
+    std::fs::write(&dead, "1 0\n").unwrap();
+    l.writer().unwrap().vacuum_with(week, &shorter).unwrap();
+    assert!(!dead.exists());
+    assert!(
+        held.state
+            .files
+            .values()
+            .all(|f| lake.join(&f.path).exists())
+    );
+    let count = format!("SELECT count(*) FROM {table}");
+    assert_eq!(
+        sql_as_of(&lake, &with_table.to_string(), &count),
+        held.state.table_rows(&table).to_string()
+    );
+    drop(lease);
     l.writer().unwrap().vacuum_with(week, &shorter).unwrap();
     assert!(short.iter().all(|p| !lake.join(p).exists()));
     assert!(long.iter().all(|p| lake.join(p).exists()));
-    let count = format!("SELECT count(*) FROM {table}");
     let out = vigie(&[
         "sql",
         "--lake",
