@@ -101,34 +101,43 @@ candidates AS (
 -- A rage-quitter leaves when clearly beaten, near 0. The games counted are those started in the
 -- window whose rows have edges (rows an older Vigie wrote have none), and only the abandons of those
 -- games are weighed, so that each abandon's own game is among the moves it is ranked against.
-counted AS (
-    SELECT game, account, kind, losing_moves + other_moves AS moves, losing_edges, losing_edge_moves
-    FROM game_players
-    WHERE account IN (SELECT account FROM candidates) AND losing_edges IS NOT NULL
-      AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
-      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+per_kind AS (
+    -- One read of the candidates' rows (the join keeps their few names in its table, not the
+    -- window's rows): per account and kind, its timed moves, its games, and its moves while losing
+    -- per edge (each edge once per game that has it; an empty list for a game never behind).
+    SELECT g.account, g.kind, sum(g.losing_moves + g.other_moves) AS moves,
+           array_agg(g.game) AS games,
+           flatten(array_agg(g.losing_edges)) AS edges,
+           flatten(array_agg(g.losing_edge_moves)) AS edge_moves
+    FROM (SELECT account FROM candidates) c
+    JOIN game_players g ON g.account = c.account
+    WHERE g.losing_edges IS NOT NULL
+      AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
+      AND g.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY g.account, g.kind
 ),
-kind_moves AS (
-    SELECT account, kind, sum(moves) AS moves FROM counted GROUP BY account, kind
-),
-edges AS (
-    SELECT account, kind, unnest(losing_edges) AS edge, unnest(losing_edge_moves) AS moves FROM counted
-),
-abandon_depth AS (
-    SELECT d.player AS account, d.game, d.seq,
-           CASE WHEN d.balance >= 0 THEN 1.0
-                ELSE (coalesce(sum(e.moves) FILTER (WHERE e.edge <= balance_edge(d.balance)), 0) + 1.0)
-                     / (max(k.moves) + 1.0)
-           END AS depth
+-- The abandons weighed: those of the candidates' counted games, each with its kind's moves and edges
+-- (a null edge first, so that an abandon whose kind has no move while losing keeps its row).
+abandons AS (
+    SELECT d.player AS account, d.game, d.seq, d.balance, k.moves,
+           array_prepend(CAST(NULL AS DOUBLE), k.edges) AS edges,
+           array_prepend(CAST(0 AS BIGINT), k.edge_moves) AS edge_moves
     FROM departures d
-    JOIN counted c ON c.game = d.game AND c.account = d.player
-    JOIN kind_moves k ON k.account = d.player AND k.kind = d.kind
-    LEFT JOIN edges e ON e.account = d.player AND e.kind = d.kind
+    JOIN per_kind k ON k.account = d.player AND k.kind = d.kind
     WHERE d.event = 'left' AND d.reason <> 'resigned' AND d.balance IS NOT NULL
       AND d.ts <= ${window_end}
       AND d.date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-      AND d.player IN (SELECT account FROM candidates)
-    GROUP BY d.player, d.game, d.seq, d.balance
+      AND array_has(k.games, d.game)
+),
+abandon_depth AS (
+    SELECT account, game, seq,
+           CASE WHEN balance >= 0 THEN 1.0
+                ELSE (coalesce(sum(m) FILTER (WHERE e <= balance_edge(balance)), 0) + 1.0)
+                     / (max(moves) + 1.0)
+           END AS depth
+    FROM (SELECT account, game, seq, balance, moves, unnest(edges) AS e, unnest(edge_moves) AS m
+          FROM abandons) u
+    GROUP BY account, game, seq, balance
 ),
 -- Fisher's combination: -2 sum(ln depth) is chi-square with 2n degrees of freedom for n uniform
 -- depths, so P = P(Poisson(-sum(ln depth)) <= n - 1).
