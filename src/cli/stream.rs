@@ -32,10 +32,10 @@ pub struct StreamArgs {
     #[arg(long, default_value_t = 168)]
     vacuum_retain: u64,
     /// Minutes the vacuum keeps the removed files of the tables every detection pass rewrites whole
-    /// (account_features, pair_features, flags; vacuumed every half of it): their versions can
-    /// be read back that far. At a pass a second they are about 5 MB a pass on a month of 20,000
-    /// accounts.
-    #[arg(long, default_value_t = 10)]
+    /// (account_features, pair_features, flags; vacuumed every fifth of it): their versions can
+    /// be read back that far (a reader holding a version, such as a pg connection, keeps its
+    /// files). At a pass a second they are about 5 MB a pass on a month of 20,000 accounts.
+    #[arg(long, default_value_t = 5)]
     vacuum_retain_rewrites: u64,
     /// Share of one core the engine analysis of draughts games takes at most in the background
     /// while following (flagged accounts' games first, then a sample; as `vigie analyse`; it waits

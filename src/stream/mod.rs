@@ -97,7 +97,7 @@ pub struct StreamOptions {
     /// Files removed longer ago than this are deleted by the hourly vacuum (and on exit).
     pub vacuum_retain: Duration,
     /// The same for the tables every detection pass rewrites whole ([`rewritten_each_pass`]),
-    /// vacuumed every half of it: at a pass a second, a week of their removed files would fill
+    /// vacuumed every fifth of it: at a pass a second, a week of their removed files would fill
     /// a disk (about 5 MB a pass on a month of 20,000 accounts).
     pub rewrites_retain: Duration,
     /// Engine analysis in the background while following (never with `once`).
@@ -528,7 +528,7 @@ pub fn run(
     report.detect_errors = derived.detect_errors;
     report.compactions = derived.compactions + compacted.compactions;
     report.files_compacted = derived.files_compacted + compacted.files_compacted;
-    report.files_vacuumed = derived.files_vacuumed;
+    report.files_vacuumed = derived.files_vacuumed + compacted.files_vacuumed;
     report.analysis_rounds = analysed.analysis_rounds;
     report.games_analysed = analysed.games_analysed;
     report.analysis_errors = analysed.analysis_errors;
@@ -737,10 +737,19 @@ fn compact_loop(
 ) -> StreamReport {
     let mut report = StreamReport::default();
     lower_priority();
+    // Vacuum here too, off the passes' thread: deleting a few minutes of the rewritten tables'
+    // files (about a thousand, a gigabyte on a month of 20,000 accounts) held up a pass.
+    let every = VACUUM_EVERY.min(opts.rewrites_retain / 5);
+    let mut last_vacuum: Option<Instant> = None;
     while rx.recv().is_ok() {
         while rx.try_recv().is_ok() {}
         let _one = compacting.lock().unwrap_or_else(|p| p.into_inner());
-        match compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report) {
+        let mut done = compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report);
+        if done.is_ok() && last_vacuum.is_none_or(|t| t.elapsed() >= every) {
+            last_vacuum = Some(Instant::now());
+            done = vacuum_once(lake, opts, &mut report);
+        }
+        match done {
             Ok(()) => {}
             Err(e) if e.is_conflict() => {
                 tracing::debug!(conflict = %e, "compaction met a concurrent commit; tried again later");
@@ -749,6 +758,26 @@ fn compact_loop(
         }
     }
     report
+}
+
+/// Deletes the files removed longer ago than the retention ([`StreamOptions::vacuum_retain`], and
+/// [`StreamOptions::rewrites_retain`] for [`rewritten_each_pass`]).
+fn vacuum_once(
+    lake: &Lake,
+    opts: &StreamOptions,
+    report: &mut StreamReport,
+) -> Result<(), StreamError> {
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let shorter: BTreeMap<&str, i64> = rewritten_each_pass()
+        .into_iter()
+        .map(|t| (t, ms(opts.rewrites_retain)))
+        .collect();
+    let v = lake
+        .writer()?
+        .vacuum_with(ms(opts.vacuum_retain), &shorter)?;
+    report.files_vacuumed += v.files;
+    report.last_version = v.version.or(report.last_version);
+    Ok(())
 }
 
 /// Lowers the calling thread's scheduling priority to the nicest (Linux: `setpriority` on the
@@ -770,12 +799,12 @@ fn lower_priority() {
     }
 }
 
-/// How often the stream vacuums (more often when [`StreamOptions::rewrites_retain`] is shorter
-/// than twice this).
+/// How often the stream vacuums while following (every fifth of
+/// [`StreamOptions::rewrites_retain`] when that is shorter), on the compaction thread.
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
 /// How long the stream keeps the removed files of [`rewritten_each_pass`] by default.
-pub const REWRITES_RETAIN: Duration = Duration::from_secs(600);
+pub const REWRITES_RETAIN: Duration = Duration::from_secs(300);
 
 /// The tables a detection pass replaces whole: the features of every account and pair, and the
 /// flags.
@@ -878,7 +907,6 @@ fn derive_loop(
     let mut report = StreamReport::default();
     let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
     let mut since_compaction = 0u64;
-    let mut last_vacuum: Option<Instant> = None;
     let mut finish = false;
     // Whether the last pass took commits: while lines keep coming, the next pass pulls at once
     // instead of waiting for the commit thread's interval (which a pull restarts, so the wait
@@ -945,21 +973,10 @@ fn derive_loop(
                     }
                 }
             }
-            // Vacuum: hourly while following (every half of the rewritten tables' retention
-            // when that is shorter), and on the way out.
-            let every = VACUUM_EVERY.min(opts.rewrites_retain / 2);
-            if finish || last_vacuum.is_none_or(|t| t.elapsed() >= every) {
-                last_vacuum = Some(Instant::now());
-                let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-                let shorter: BTreeMap<&str, i64> = rewritten_each_pass()
-                    .into_iter()
-                    .map(|t| (t, ms(opts.rewrites_retain)))
-                    .collect();
-                let v = lake
-                    .writer()?
-                    .vacuum_with(ms(opts.vacuum_retain), &shorter)?;
-                report.files_vacuumed += v.files;
-                report.last_version = v.version.or(report.last_version);
+            // Vacuum on the way out (while following, the compaction thread vacuums; with
+            // `--once` there is no such thread and this is the only pass).
+            if finish {
+                vacuum_once(lake, opts, &mut report)?;
             }
             Ok(())
         });
