@@ -132,16 +132,22 @@ fn snapshot(
     as_of: Option<&str>,
 ) -> Result<(vigie::lake::Snapshot, Option<vigie::lake::Lease>)> {
     let lake = super::open_existing(lake_dir)?;
-    let snapshot = match as_of {
-        None => lake.snapshot()?,
+    // An older version is held before its files are looked at; the latest one's are live.
+    Ok(match as_of {
+        None => {
+            let snapshot = lake.snapshot()?;
+            let lease = lake.hold(snapshot.version());
+            (snapshot, lease)
+        }
         Some(spec) => {
             let v = lake.version_of(spec)?;
-            lake.snapshot_at(v)
-                .with_context(|| format!("reading version {v} (--as-of {spec})"))?
+            let lease = lake.hold(v);
+            let snapshot = lake
+                .snapshot_at(v)
+                .with_context(|| format!("reading version {v} (--as-of {spec})"))?;
+            (snapshot, lease)
         }
-    };
-    let lease = lake.hold(&snapshot);
-    Ok((snapshot, lease))
+    })
 }
 
 /// Writes batches to stdout in a format.

@@ -533,11 +533,13 @@ impl Drop for Writer<'_> {
     }
 }
 
-/// A reader's hold on the version of a snapshot, kept as long as the reader keeps it: no vacuum
+/// A reader's hold on one version of the lake, kept as long as the reader keeps it: no vacuum
 /// deletes a file that version names (a SQL session over the wire or a `vigie sql` shell may read
 /// one snapshot for hours, longer than the stream keeps the removed files of the tables each pass
-/// rewrites). A file `_vigie/readers/ID.lease` holding the version and its commit's time, locked
-/// while held; a dead reader's lease is unlocked, and the next vacuum removes it.
+/// rewrites). A file `_vigie/readers/ID.lease` holding the version, locked while held; a dead
+/// reader's lease is unlocked, and the next vacuum removes it. Only that version's files are
+/// kept, so a connection left open for days holds one version's files, not everything removed
+/// since.
 #[derive(Debug)]
 pub struct Lease {
     lock: Option<File>,
@@ -553,14 +555,18 @@ impl Drop for Lease {
     }
 }
 
+/// What the live readers' leases hold, for a vacuum.
+enum Held {
+    /// The files of the versions they hold.
+    Files(BTreeSet<String>),
+    /// A live lease could not be read: nothing may be deleted.
+    Everything,
+}
+
 impl Lake {
-    /// Holds `snapshot`'s version until the lease is dropped (see [`Lease`]).
-    pub fn lease(&self, snapshot: &Snapshot) -> Result<Lease> {
-        let version = snapshot.version();
-        let time = match version {
-            0 => 0,
-            v => self.read_commit(v)?.time_ms,
-        };
+    /// Holds `version` until the lease is dropped (see [`Lease`]). Take it before reading the
+    /// version's files, so that no vacuum falls between the look and the hold.
+    pub fn lease(&self, version: u64) -> Result<Lease> {
         let dir = self.root.join(READERS);
         fs::create_dir_all(&dir).at(&dir)?;
         let id = random_id();
@@ -575,7 +581,7 @@ impl Lake {
             .open(&new_path)
             .at(&new_path)?;
         lock.lock().at(&new_path)?;
-        lock.write_all(format!("{version} {time}\n").as_bytes())
+        lock.write_all(format!("{version}\n").as_bytes())
             .at(&new_path)?;
         fs::rename(&new_path, &path).at(&path)?;
         Ok(Lease {
@@ -584,47 +590,86 @@ impl Lake {
         })
     }
 
-    /// [`Lake::lease`] for a reader that reads `snapshot` long; none, with a warning, when the
+    /// [`Lake::lease`] for a reader that reads `version` long; none, with a warning, when the
     /// lake cannot take it (a lake directory the reader may not write).
-    pub fn hold(&self, snapshot: &Snapshot) -> Option<Lease> {
-        self.lease(snapshot)
+    pub fn hold(&self, version: u64) -> Option<Lease> {
+        self.lease(version)
             .map_err(|e| tracing::warn!(error = %e, "no lease on the snapshot: a vacuum may delete its files while it is read"))
             .ok()
     }
 
-    /// The commit time of the oldest version a live reader holds; the leases of dead readers are
-    /// removed on the way.
-    fn held_since(&self) -> Result<Option<i64>> {
+    /// The files of the versions live readers hold; the leases of dead readers (and the half-made
+    /// ones they left) are removed on the way.
+    fn held(&self) -> Result<Held> {
         let dir = self.root.join(READERS);
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Held::Files(BTreeSet::new()));
+            }
             Err(e) => return Err(e).at(&dir),
         };
-        let mut oldest: Option<i64> = None;
+        let mut versions = BTreeSet::new();
         for entry in entries {
             let path = entry.at(&dir)?.path();
-            if path.extension().is_none_or(|e| e != "lease") {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let whole = name.ends_with(".lease");
+            if !whole && !name.ends_with(".lease.new") {
                 continue;
             }
-            if writer_dead(&path) {
+            if lease_dead(&path) {
                 let _ = fs::remove_file(&path);
                 continue;
             }
-            let text = fs::read_to_string(&path).unwrap_or_default();
-            match text.split_whitespace().nth(1).map(str::parse::<i64>) {
-                Some(Ok(t)) => oldest = Some(oldest.map_or(t, |o| o.min(t))),
-                _ => {
-                    tracing::warn!(lease = %path.display(), "a live reader's lease cannot be read: it holds nothing")
+            if !whole {
+                // Being made: its reader takes its snapshot only once it is in place.
+                continue;
+            }
+            match fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+            {
+                Some(v) => {
+                    versions.insert(v);
+                }
+                None => {
+                    tracing::warn!(lease = %path.display(), "a live reader's lease cannot be read: the vacuum deletes nothing");
+                    return Ok(Held::Everything);
                 }
             }
         }
-        Ok(oldest)
+        let mut files = BTreeSet::new();
+        for v in versions {
+            // A version no longer in the log (or beyond it) holds nothing it could read.
+            if let Ok(state) = self.state_at(v) {
+                files.extend(state.files.into_keys());
+            }
+        }
+        Ok(Held::Files(files))
     }
 }
 
 /// Where readers' leases live.
 const READERS: &str = "_vigie/readers";
+
+/// Whether the reader of the lease at `path` is gone: the file is gone or its lock can be taken.
+/// Opened for reading (a lock needs no more), and any other error counts as alive: a lease of
+/// another user that cannot be opened is never taken for dead.
+fn lease_dead(path: &Path) -> bool {
+    match File::open(path) {
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+        Ok(f) => match f.try_lock() {
+            Ok(()) => {
+                let _ = f.unlock();
+                true
+            }
+            Err(_) => false,
+        },
+    }
+}
 
 /// Whether the writer holding `lock_path` is dead (its lock can be taken).
 fn writer_dead(lock_path: &Path) -> bool {
@@ -768,8 +813,11 @@ impl<'a> Writer<'a> {
         let state = self.lake.state()?;
         let now = now_ms();
         let cutoff = now - retain_ms.max(0);
-        // Files removed since the oldest version a reader holds are kept whatever their age.
-        let held = self.lake.held_since()?;
+        // The files of the versions readers hold are kept whatever their age.
+        let held = match self.lake.held()? {
+            Held::Files(f) => f,
+            Held::Everything => return Ok(VacuumReport::default()),
+        };
         let mut report = VacuumReport::default();
         let root = self.lake.root.clone();
         let mut txn = self.begin("vacuum")?;
@@ -779,7 +827,7 @@ impl<'a> Writer<'a> {
                 Some(&ms) => cutoff.max(now - ms.max(0)),
                 None => cutoff,
             };
-            if removed > cutoff || held.is_some_and(|t| removed >= t) {
+            if removed > cutoff || held.contains(rel) {
                 continue;
             }
             let path = root.join(rel);

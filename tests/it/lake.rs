@@ -299,9 +299,9 @@ fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest(
     // A reader holding that version (a long SQL session) keeps its files through any vacuum; a
     // dead reader's lease holds nothing and goes.
     let held = l.snapshot_at(with_table).unwrap();
-    let lease = l.lease(&held).unwrap();
+    let lease = l.lease(with_table).unwrap();
     let dead = lake.join("_vigie/readers/0000dead.lease");
-    std::fs::write(&dead, "1 0\n").unwrap();
+    std::fs::write(&dead, "1\n").unwrap();
     l.writer().unwrap().vacuum_with(week, &shorter).unwrap();
     assert!(!dead.exists());
     assert!(
@@ -310,13 +310,30 @@ fn vacuum_deletes_only_what_the_retention_allows_and_time_travel_reads_the_rest(
             .values()
             .all(|f| lake.join(&f.path).exists())
     );
+    // Only its files: the rewritten tables' other removed files went.
+    assert!(
+        short
+            .iter()
+            .filter(|p| !held.state.files.contains_key(p.as_str()))
+            .all(|p| !lake.join(p).exists())
+    );
     let count = format!("SELECT count(*) FROM {table}");
     assert_eq!(
         sql_as_of(&lake, &with_table.to_string(), &count),
         held.state.table_rows(&table).to_string()
     );
+    // A live lease that cannot be read stops the vacuum: nothing is deleted.
+    let garbled = lake.join("_vigie/readers/0000garbled.lease");
+    std::fs::write(&garbled, "not a version\n").unwrap();
+    let lock = std::fs::File::open(&garbled).unwrap();
+    lock.lock().unwrap();
+    let present: Vec<&PathBuf> = removed.iter().filter(|p| p.exists()).collect();
+    assert_eq!(l.writer().unwrap().vacuum(0).unwrap().files, 0);
+    assert!(present.iter().all(|p| p.exists()));
+    drop(lock);
     drop(lease);
     l.writer().unwrap().vacuum_with(week, &shorter).unwrap();
+    assert!(!garbled.exists());
     assert!(short.iter().all(|p| !lake.join(p).exists()));
     assert!(long.iter().all(|p| lake.join(p).exists()));
     let out = vigie(&[

@@ -11,7 +11,7 @@ mod sql;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,11 @@ pub struct Server {
 impl Server {
     /// Starts `vigie serve` with extra arguments; staff: ana (analyst), adam (admin), rita (reviewer).
     pub fn start(tag: &str, extra: &[&str]) -> Server {
+        Server::start_on(tag, sample_lake(), extra)
+    }
+
+    /// [`Server::start`] on the lake `lake`.
+    pub fn start_on(tag: &str, lake: &Path, extra: &[&str]) -> Server {
         let dir = scratch(tag);
         let users = dir.join("users.json");
         for (name, role) in [
@@ -62,7 +67,7 @@ impl Server {
         ] {
             add_user(&users, name, role, PASSWORD).expect("add user");
         }
-        let lake = sample_lake().to_string_lossy().into_owned();
+        let lake = lake.to_string_lossy().into_owned();
         let mut child = Command::new(crate::common::vigie_bin())
             .args(["serve", "--lake", &lake, "--addr", "127.0.0.1:0"])
             .args(["--pg", "127.0.0.1:0", "--users"])

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{PASSWORD, Server, encode, have, psql_at, stderr, while_serving};
+use super::{PASSWORD, Server, encode, have, psql_at, scratch, stderr, while_serving};
 use crate::common::{sample_lake, vigie};
 
 /// The probe's crash: 2,000 terms of `1+1+...`, about 4 KB.
@@ -306,6 +306,42 @@ fn pg_slots_are_taken_only_after_authentication() {
     let out = server.psql("ana", "SELECT 2");
     assert!(out.status.success(), "{}", stderr(&out));
     drop(b);
+}
+
+#[test]
+fn a_pg_connection_holds_its_snapshot_with_a_lease_until_it_ends() {
+    let lake = scratch("pg-lease-lake").join("lake");
+    crate::common::copy_dir(sample_lake(), &lake);
+    // Leases of other tests' readers of the sample lake, copied unlocked.
+    let _ = std::fs::remove_dir_all(lake.join("_vigie/readers"));
+    let server = Server::start_on("pg-lease", &lake, &[]);
+    let leases = || {
+        std::fs::read_dir(lake.join("_vigie/readers"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".lease"))
+                    .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert!(leases().is_empty());
+    let version = vigie::lake::Lake::open(&lake)
+        .unwrap()
+        .state()
+        .unwrap()
+        .version;
+    let a = raw_login(server.pg, "ana", PASSWORD).expect("login");
+    assert_eq!(leases(), vec![format!("{version}\n")]);
+    drop(a);
+    let since = std::time::Instant::now();
+    while !leases().is_empty() {
+        assert!(
+            since.elapsed() < Duration::from_secs(10),
+            "the lease outlived its connection"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
