@@ -28,7 +28,7 @@ pub struct StreamArgs {
     /// Catch up with the directory, then exit.
     #[arg(long)]
     once: bool,
-    /// Hours the hourly vacuum keeps the files that commits removed (time travel needs them).
+    /// Hours the vacuum (at least hourly) keeps the files that commits removed (time travel needs them).
     #[arg(long, default_value_t = 168)]
     vacuum_retain: u64,
     /// Minutes the vacuum keeps the removed files of the tables every detection pass rewrites whole

@@ -94,7 +94,7 @@ pub struct StreamOptions {
     pub once: bool,
     /// Replay worker threads.
     pub threads: usize,
-    /// Files removed longer ago than this are deleted by the hourly vacuum (and on exit).
+    /// Files removed longer ago than this are deleted by the vacuum (at least hourly, and on exit).
     pub vacuum_retain: Duration,
     /// The same for the tables every detection pass rewrites whole ([`rewritten_each_pass`]),
     /// vacuumed every fifth of it: at a pass a second, a week of their removed files would fill
@@ -737,27 +737,44 @@ fn compact_loop(
 ) -> StreamReport {
     let mut report = StreamReport::default();
     lower_priority();
-    // Vacuum here too, off the passes' thread: deleting a few minutes of the rewritten tables'
-    // files (about a thousand, a gigabyte on a month of 20,000 accounts) held up a pass.
-    let every = VACUUM_EVERY.min(opts.rewrites_retain / 5);
+    // Vacuum here too, off the passes' thread (deleting a few minutes of the rewritten tables'
+    // files, about a thousand and a gigabyte on a month of 20,000 accounts, held up a pass), when
+    // due, whether or not a compaction was asked for (passes woken by the analysis rewrite those
+    // tables with no new lines) or succeeded.
+    let every = VACUUM_EVERY
+        .min(opts.rewrites_retain / 5)
+        .max(Duration::from_secs(1));
     let mut last_vacuum: Option<Instant> = None;
-    while rx.recv().is_ok() {
+    loop {
+        let wait = last_vacuum.map_or(Duration::ZERO, |t| every.saturating_sub(t.elapsed()));
+        let asked = match rx.recv_timeout(wait) {
+            Ok(()) => true,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         while rx.try_recv().is_ok() {}
         let _one = compacting.lock().unwrap_or_else(|p| p.into_inner());
-        let mut done = compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report);
-        if done.is_ok() && last_vacuum.is_none_or(|t| t.elapsed() >= every) {
-            last_vacuum = Some(Instant::now());
-            done = vacuum_once(lake, opts, &mut report);
+        if asked {
+            let done = compact_once(lake, opts, Some(compact::PASS_BYTES), &mut report);
+            log_background("compaction", done);
         }
-        match done {
-            Ok(()) => {}
-            Err(e) if e.is_conflict() => {
-                tracing::debug!(conflict = %e, "compaction met a concurrent commit; tried again later");
-            }
-            Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
+        if last_vacuum.is_none_or(|t| t.elapsed() >= every) {
+            last_vacuum = Some(Instant::now());
+            log_background("vacuum", vacuum_once(lake, opts, &mut report));
         }
     }
     report
+}
+
+/// A background step's failure, said; the step is tried again later.
+fn log_background(step: &str, done: Result<(), StreamError>) {
+    match done {
+        Ok(()) => {}
+        Err(e) if e.is_conflict() => {
+            tracing::debug!(conflict = %e, "{step} met a concurrent commit; tried again later");
+        }
+        Err(e) => tracing::warn!(error = %e, "{step} failed; tried again later"),
+    }
 }
 
 /// Deletes the files removed longer ago than the retention ([`StreamOptions::vacuum_retain`], and
@@ -800,7 +817,8 @@ fn lower_priority() {
 }
 
 /// How often the stream vacuums while following (every fifth of
-/// [`StreamOptions::rewrites_retain`] when that is shorter), on the compaction thread.
+/// [`StreamOptions::rewrites_retain`] when that is shorter, at most once a second), on the
+/// compaction thread.
 pub const VACUUM_EVERY: Duration = Duration::from_secs(3600);
 
 /// How long the stream keeps the removed files of [`rewritten_each_pass`] by default.
@@ -888,7 +906,8 @@ fn analysis_loop(
 }
 
 /// The replay thread: replay, detection when due, compaction asked for now and then (done here
-/// on the last pass and with `--once`), vacuum every hour.
+/// on the last pass and with `--once`), and the last vacuum (the compaction thread vacuums while
+/// following).
 /// A pass that takes commits which waited while the last pass ran first pulls (`pull`): the
 /// commit thread looks and commits at once, so the pass starts with everything written until
 /// it began instead of what the last interval's commit held. So does a pass woken by the

@@ -50,6 +50,11 @@ impl Rng {
 }
 
 fn streamer(follow: &Path, lake: &Path, once: bool) -> Child {
+    streamer_with(follow, lake, once, &[])
+}
+
+/// [`streamer`] with more arguments.
+fn streamer_with(follow: &Path, lake: &Path, once: bool, extra: &[&str]) -> Child {
     let mut cmd = Command::new(crate::common::vigie_bin());
     cmd.args(["stream", "--follow"])
         .arg(follow)
@@ -66,6 +71,7 @@ fn streamer(follow: &Path, lake: &Path, once: bool) -> Child {
     if once {
         cmd.arg("--once");
     }
+    cmd.args(extra);
     cmd.spawn().expect("spawn vigie stream")
 }
 
@@ -294,6 +300,66 @@ fn sigterm_finishes_the_batch_and_exits() {
         event_count(&lake),
         lines_of(&crate::common::shared_sample()).len()
     );
+}
+
+#[test]
+fn while_following_the_stream_vacuums_what_each_pass_rewrites_with_no_new_lines() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-vacuum");
+    let _ = std::fs::remove_dir_all(&work);
+    let follow = work.join("logs");
+    std::fs::create_dir_all(&follow).unwrap();
+    let lines = lines_of(&crate::common::shared_sample());
+    let (first, second) = lines.split_at(lines.len() / 2);
+    let write = |name: &str, part: &[String]| {
+        let mut text = part.join("\n");
+        text.push('\n');
+        std::fs::write(follow.join(name), text).unwrap();
+    };
+    let lake = work.join("lake");
+    let state = || vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    let features = |s: &vigie::lake::State| {
+        s.table_files("account_features")
+            .map(|f| f.path.clone())
+            .collect::<Vec<_>>()
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let since = Instant::now();
+        while !done() {
+            assert!(since.elapsed() < Duration::from_secs(120), "{what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    write("a.jsonl", first);
+    let mut child = streamer_with(&follow, &lake, false, &["--vacuum-retain-rewrites", "0"]);
+    wait("no features for the first half", &|| {
+        lake.join("_vigie").exists() && !features(&state()).is_empty()
+    });
+    let old = features(&state());
+    write("b.jsonl", second);
+    wait("the second half's pass", &|| {
+        event_count(&lake) == lines.len() && features(&state()) != old
+    });
+    // No more lines: the compaction thread's vacuum deletes the first half's features anyway,
+    // while the stream still follows.
+    wait("the replaced features were not vacuumed", &|| {
+        let s = state();
+        old.iter()
+            .all(|p| !lake.join(p).exists() && !s.tombstones.contains_key(p))
+    });
+    assert!(child.try_wait().unwrap().is_none(), "the stream stopped");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Files of the other tables that commits removed stay for the week's retention.
+    assert!(state().tombstones.keys().all(|p| lake.join(p).exists()),);
 }
 
 fn event_count(lake: &Path) -> usize {
