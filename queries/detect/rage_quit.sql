@@ -106,10 +106,11 @@ per_kind AS (
     -- window's rows): per account and kind, its timed moves, its games, and its moves while losing
     -- per edge (each edge once per game that has it; an empty list for a game never behind).
     SELECT g.account, g.kind, sum(g.losing_moves + g.other_moves) AS moves,
-           array_agg(g.game) AS games,
-           flatten(array_agg(g.losing_edges)) AS edges,
-           flatten(array_agg(g.losing_edge_moves)) AS edge_moves
-    FROM (SELECT account FROM candidates) c
+           array_agg(g.game ORDER BY g.game) AS games,
+           -- In the same order, so that each edge stays beside its moves.
+           flatten(array_agg(g.losing_edges ORDER BY g.game)) AS edges,
+           flatten(array_agg(g.losing_edge_moves ORDER BY g.game)) AS edge_moves
+    FROM (SELECT DISTINCT account FROM candidates) c
     JOIN game_players g ON g.account = c.account
     WHERE g.losing_edges IS NOT NULL
       AND g.started_at >= ${window_end} - INTERVAL '30 days' AND g.started_at <= ${window_end}
