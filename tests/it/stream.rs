@@ -284,17 +284,7 @@ fn sigterm_finishes_the_batch_and_exits() {
         assert!(started.elapsed() < Duration::from_secs(120), "no commit");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = terminate(child);
     assert!(String::from_utf8_lossy(&out.stderr).contains("stream:"));
     assert_eq!(
         event_count(&lake),
@@ -347,6 +337,13 @@ fn while_following_the_stream_vacuums_what_each_pass_rewrites_with_no_new_lines(
             .all(|p| !lake.join(p).exists() && !s.tombstones.contains_key(p))
     });
     assert!(child.try_wait().unwrap().is_none(), "the stream stopped");
+    terminate(child);
+    // Files of the other tables that commits removed stay for the week's retention.
+    assert!(state().tombstones.keys().all(|p| lake.join(p).exists()));
+}
+
+/// Stops a following stream with SIGTERM; it must exit cleanly.
+fn terminate(child: Child) -> std::process::Output {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -358,8 +355,7 @@ fn while_following_the_stream_vacuums_what_each_pass_rewrites_with_no_new_lines(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Files of the other tables that commits removed stay for the week's retention.
-    assert!(state().tombstones.keys().all(|p| lake.join(p).exists()),);
+    out
 }
 
 fn event_count(lake: &Path) -> usize {
