@@ -266,10 +266,6 @@ impl DecodedTable {
 
     fn with_cache(snapshot: &Snapshot, def: &TableDef, cache: &'static ColumnCache) -> Self {
         let data = def.schema();
-        let mut fields: Vec<_> = data.fields().iter().cloned().collect();
-        if let Some(p) = def.partition {
-            fields.push(Arc::new(Field::new(p, DataType::Date32, false)));
-        }
         let files = snapshot
             .table_files(def.name)
             .into_iter()
@@ -281,7 +277,7 @@ impl DecodedTable {
         DecodedTable {
             name: def.name,
             data,
-            schema: Arc::new(Schema::new(fields)),
+            schema: def.table_schema(),
             partition: def.partition,
             files,
             cache,

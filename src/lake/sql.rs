@@ -551,16 +551,8 @@ struct Vacuumed {
 
 impl Vacuumed {
     fn new(def: &TableDef, why: String) -> Vacuumed {
-        let mut fields: Vec<_> = def.schema().fields().iter().cloned().collect();
-        if let Some(p) = def.partition {
-            fields.push(Arc::new(datafusion::arrow::datatypes::Field::new(
-                p,
-                DataType::Date32,
-                false,
-            )));
-        }
         Vacuumed {
-            schema: Arc::new(datafusion::arrow::datatypes::Schema::new(fields)),
+            schema: def.table_schema(),
             why,
         }
     }
@@ -595,16 +587,7 @@ pub async fn register(
 ) -> datafusion::error::Result<()> {
     let schema = def.schema();
     if snapshot.state.table_files(def.name).next().is_none() {
-        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
-        if let Some(p) = def.partition {
-            fields.push(Arc::new(datafusion::arrow::datatypes::Field::new(
-                p,
-                DataType::Date32,
-                false,
-            )));
-        }
-        let full = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
-        let empty = MemTable::try_new(full, vec![vec![]])?;
+        let empty = MemTable::try_new(def.table_schema(), vec![vec![]])?;
         ctx.register_table(def.name, Arc::new(empty))?;
         return Ok(());
     }

@@ -45,6 +45,18 @@ impl TableDef {
                 .collect::<Vec<_>>(),
         ))
     }
+
+    /// The schema SQL reads: the data files' columns, then the partition column (a date, from the
+    /// directory name) when the table has one.
+    pub fn table_schema(&self) -> SchemaRef {
+        let data = self.schema();
+        let Some(p) = self.partition else {
+            return data;
+        };
+        let mut fields: Vec<_> = data.fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(p, DataType::Date32, false)));
+        Arc::new(Schema::new(fields))
+    }
 }
 
 fn col(name: &'static str, ty: DataType, nullable: bool, doc: &'static str) -> Column {
