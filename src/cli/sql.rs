@@ -132,20 +132,12 @@ fn snapshot(
     as_of: Option<&str>,
 ) -> Result<(vigie::lake::Snapshot, Option<vigie::lake::Lease>)> {
     let lake = super::open_existing(lake_dir)?;
-    // An older version is held before its files are looked at; the latest one's are live.
     Ok(match as_of {
-        None => {
-            let snapshot = lake.snapshot()?;
-            let lease = lake.hold(snapshot.version());
-            (snapshot, lease)
-        }
+        None => lake.held_snapshot(None)?,
         Some(spec) => {
             let v = lake.version_of(spec)?;
-            let lease = lake.hold(v);
-            let snapshot = lake
-                .snapshot_at(v)
-                .with_context(|| format!("reading version {v} (--as-of {spec})"))?;
-            (snapshot, lease)
+            lake.held_snapshot(Some(v))
+                .with_context(|| format!("reading version {v} (--as-of {spec})"))?
         }
     })
 }

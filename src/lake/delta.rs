@@ -174,7 +174,7 @@ fn partition_values(table: &str, rel: &str) -> serde_json::Map<String, Value> {
 }
 
 /// The table a lake file belongs to (its first path component).
-fn table_of(rel: &str) -> &str {
+pub(crate) fn table_of(rel: &str) -> &str {
     rel.split('/').next().unwrap_or(rel)
 }
 

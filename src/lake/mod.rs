@@ -598,6 +598,23 @@ impl Lake {
             .ok()
     }
 
+    /// The snapshot of `version` ([`Lake::snapshot_at`]), or the latest, for a reader that reads
+    /// it long, held with a lease ([`Lake::hold`]). An older version is held before its files are
+    /// looked at; the latest one's are live.
+    pub fn held_snapshot(&self, version: Option<u64>) -> Result<(Snapshot, Option<Lease>)> {
+        Ok(match version {
+            Some(v) => {
+                let lease = self.hold(v);
+                (self.snapshot_at(v)?, lease)
+            }
+            None => {
+                let snapshot = self.snapshot()?;
+                let lease = self.hold(snapshot.version());
+                (snapshot, lease)
+            }
+        })
+    }
+
     /// The files of the versions live readers hold; the leases of dead readers (and the half-made
     /// ones they left) are removed on the way.
     fn held(&self) -> Result<Held> {
@@ -822,8 +839,7 @@ impl<'a> Writer<'a> {
         let root = self.lake.root.clone();
         let mut txn = self.begin("vacuum")?;
         for (rel, &removed) in &state.tombstones {
-            let table = rel.split('/').next().unwrap_or(rel);
-            let cutoff = match shorter.get(table) {
+            let cutoff = match shorter.get(delta::table_of(rel)) {
                 Some(&ms) => cutoff.max(now - ms.max(0)),
                 None => cutoff,
             };

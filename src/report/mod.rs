@@ -192,18 +192,7 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
             opts.generated_at
         )));
     }
-    // An older version is held before its files are looked at; the latest one's are live.
-    let (snapshot, _lease) = match opts.as_of {
-        Some(v) => {
-            let lease = lake.hold(v);
-            (lake.snapshot_at(v)?, lease)
-        }
-        None => {
-            let s = lake.snapshot()?;
-            let lease = lake.hold(s.version());
-            (s, lease)
-        }
-    };
+    let (snapshot, _lease) = lake.held_snapshot(opts.as_of)?;
     let mut delta_versions = BTreeMap::new();
     for t in crate::catalog::tables() {
         delta_versions.insert(

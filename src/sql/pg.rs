@@ -796,8 +796,7 @@ pub enum PgError {
 /// The SQL session of an authenticated connection, on the latest snapshot.
 async fn session_service(cfg: &PgConfig, access: TableAccess) -> Result<Session, PgError> {
     let lake = Lake::open_existing(&cfg.lake).map_err(super::SqlError::from)?;
-    let snapshot = lake.snapshot().map_err(super::SqlError::from)?;
-    let lease = lake.hold(snapshot.version());
+    let (snapshot, lease) = lake.held_snapshot(None).map_err(super::SqlError::from)?;
     let guard = Guard::with_access(snapshot, cfg.limits, access).await?;
     let ctx = Arc::new(guard.context().clone());
     datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog(
