@@ -688,18 +688,12 @@ fn lease_dead(path: &Path) -> bool {
     }
 }
 
-/// Whether the writer holding `lock_path` is dead (its lock can be taken).
+/// Whether the writer holding `lock_path` is dead: the file is gone or its lock can be taken. As
+/// for a lease ([`lease_dead`]), opened for reading (a lock needs no more), and any other error
+/// counts as alive: the lock of another user's writer that cannot be opened is never taken for
+/// dead, so its files are never deleted as leftovers.
 fn writer_dead(lock_path: &Path) -> bool {
-    let Ok(f) = OpenOptions::new().write(true).open(lock_path) else {
-        return true;
-    };
-    match f.try_lock() {
-        Ok(()) => {
-            let _ = f.unlock();
-            true
-        }
-        Err(_) => false,
-    }
+    lease_dead(lock_path)
 }
 
 impl<'a> Writer<'a> {
@@ -1386,6 +1380,38 @@ mod tests {
         assert!(!writers.join(format!(".{}.lock.new", w.id())).exists());
         drop(w);
         assert!(!own.exists());
+    }
+
+    #[test]
+    fn a_writer_whose_lock_cannot_be_opened_is_taken_for_alive() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        let mut w = lake.writer().unwrap();
+        let id = w.id().to_string();
+        let mut txn = w.begin("test").unwrap();
+        let f = txn.new_file("t", None).unwrap();
+        fs::write(&f.pending, b"data").unwrap();
+        let lock = dir.path().join(format!("_vigie/writers/{id}.lock"));
+        let tmp = dir.path().join(format!("_vigie/tmp/{id}-commit.json"));
+        fs::write(&tmp, b"{}").unwrap();
+        // The lock made unopenable, as another user's would be (here a link to itself: ELOOP).
+        std::mem::forget(txn);
+        std::mem::forget(w);
+        fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(lock.file_name().unwrap(), &lock).unwrap();
+        assert!(File::open(&lock).is_err());
+        assert!(!writer_dead(&lock));
+        let lake2 = Lake::open(dir.path()).unwrap();
+        let _w2 = lake2.writer().unwrap();
+        assert!(f.pending.exists(), "another writer's file was deleted");
+        assert!(tmp.exists(), "another writer's commit file was deleted");
+        assert!(
+            lock.symlink_metadata().is_ok(),
+            "another writer's lock was removed"
+        );
+        // Gone for good, it is dead.
+        fs::remove_file(&lock).unwrap();
+        assert!(writer_dead(&lock));
     }
 
     #[test]
