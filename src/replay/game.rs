@@ -540,6 +540,8 @@ fn build(
                 slow_losing_refs: Some(f.slow_losing_refs),
                 slow_losing_first: f.slow_losing_first,
                 slow_losing_last: f.slow_losing_last,
+                slow_run_losing: Some(f.slow_run_losing),
+                slow_run_other: Some(f.slow_run_other),
                 losing_edges: Some(f.losing_edges.iter().map(|(e, _)| *e).collect()),
                 losing_edge_moves: Some(f.losing_edges.iter().map(|(_, n)| *n).collect()),
                 think_cv: f.think_cv,

@@ -233,6 +233,10 @@ row_table! {
         slow_losing_first: Option<Ts>,
         /// Timestamp of the last slow move while losing.
         slow_losing_last: Option<Ts>,
+        /// The longest run of consecutive slow timed moves of this game at least one of which was made while losing (0 without any; null in rows an older Vigie wrote): a staller stalls move after move, an honest player's slow moves come one or two at a time.
+        slow_run_losing: Option<i64>,
+        /// The longest run of consecutive slow timed moves none of which was made while losing (0 without any; null in rows an older Vigie wrote).
+        slow_run_other: Option<i64>,
         /// Coefficient of variation of the think times of this game (null under 2 timed moves).
         think_cv: Option<f64>,
         /// Median, over the windows of 14 consecutive timed moves of this game, of their coefficient of variation (null under 14).
@@ -379,6 +383,10 @@ pub struct MoveFacts {
     pub slow_losing_refs: Vec<String>,
     pub slow_losing_first: Option<Ts>,
     pub slow_losing_last: Option<Ts>,
+    /// The longest run of consecutive slow timed moves with at least one while losing.
+    pub slow_run_losing: i64,
+    /// The longest run of consecutive slow timed moves with none while losing.
+    pub slow_run_other: i64,
     pub think_cv: Option<f64>,
     pub think_cv14: Option<f64>,
     pub think_median_ms: Option<f64>,
@@ -411,12 +419,25 @@ fn median(mut xs: Vec<f64>) -> Option<f64> {
 }
 
 impl MoveFacts {
+    /// Counts a run of consecutive slow timed moves that ended: (its length, whether one of them
+    /// was made while losing).
+    fn close_run(&mut self, (len, losing): (i64, bool)) {
+        let longest = if losing {
+            &mut self.slow_run_losing
+        } else {
+            &mut self.slow_run_other
+        };
+        *longest = (*longest).max(len);
+    }
+
     /// The facts of `account`'s attempts among `moves` (one game's, in seq order).
     pub fn of(moves: &[MoveRow], account: &str) -> MoveFacts {
         let mut f = MoveFacts::default();
         let mut think = Vec::new();
         // Whether the player has made a slow move while losing in this game yet.
         let mut stalled = false;
+        // The current run of consecutive slow timed moves: its length, whether one was while losing.
+        let mut run = (0i64, false);
         // The player's last accepted action: a rejected copy of it is a resend (a client that did
         // not see its action acknowledged sends it again, late or after the opponent's reply, and
         // the copy is then out of turn or no longer fits the board), not a forged action.
@@ -459,6 +480,12 @@ impl MoveFacts {
                 f.forced_think_ms += t;
             }
             let slow = m.limit_ms.is_some_and(|l| t >= l as f64 * 0.8);
+            if slow {
+                run = (run.0 + 1, run.1 || m.balance.is_some_and(|b| b < 0.0));
+            } else {
+                f.close_run(run);
+                run = (0, false);
+            }
             if let Some(b) = m.balance.filter(|b| *b < 0.0) {
                 let edge = balance_edge(b);
                 match f.losing_edges.binary_search_by(|(e, _)| e.total_cmp(&edge)) {
@@ -482,6 +509,7 @@ impl MoveFacts {
                 }
             }
         }
+        f.close_run(run);
         f.think_cv = cv(&think);
         f.think_cv14 = median(think.windows(14).filter_map(cv).collect());
         f.think_median_ms = median(think.clone());
@@ -615,6 +643,43 @@ mod tests {
         }
         let r = MoveFacts::of(&resends, "a");
         assert_eq!((r.tamper_attempts, r.races), (2, 3));
+    }
+
+    #[test]
+    fn runs_of_slow_moves_are_told_apart_by_whether_one_was_while_losing() {
+        // Two slow moves level, a quick one; then slow while losing, an automatic move (the
+        // server's, not timed: the run goes on), slow level twice (one run of three with a move
+        // while losing), a quick one, and a last slow move level (a run of one, closed at the end).
+        let plan = [
+            (9000, 0.0, false),
+            (9000, 0.0, false),
+            (1000, 0.0, false),
+            (9000, -1.0, false),
+            (1000, -1.0, true),
+            (9000, 0.0, false),
+            (8000, 1.0, false),
+            (1000, 0.0, false),
+            (9500, 2.0, false),
+        ];
+        let moves: Vec<MoveRow> = plan
+            .iter()
+            .zip(0..)
+            .map(|(&(think, balance, auto), seq)| {
+                let mut m = attempt(seq, "a", think);
+                (m.balance, m.auto) = (Some(balance), auto);
+                m
+            })
+            .collect();
+        let f = MoveFacts::of(&moves, "a");
+        assert_eq!((f.slow_run_losing, f.slow_run_other), (3, 2));
+        // No slow move while losing: no such run; the longest without is the first two.
+        let level = MoveFacts::of(&moves[..3], "a");
+        assert_eq!((level.slow_run_losing, level.slow_run_other), (0, 2));
+        // 7,999 ms of a 10 s clock is under 80 %: it ends the run.
+        let mut short = moves.clone();
+        short[6].think_ms = 7_999;
+        let f = MoveFacts::of(&short, "a");
+        assert_eq!((f.slow_run_losing, f.slow_run_other), (2, 2));
     }
 
     #[test]
