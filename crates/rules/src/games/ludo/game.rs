@@ -308,7 +308,8 @@ impl Game {
         self.current
     }
 
-    /// Sixes rolled in a row in the current turn.
+    /// Sixes rolled in a row in the current turn (at most 255: without the
+    /// three-sixes rule the count stops there).
     pub fn sixes_in_row(&self) -> u8 {
         self.sixes
     }
@@ -509,7 +510,8 @@ impl Game {
         }
         self.rolls += 1;
         if value == 6 {
-            self.sixes += 1;
+            // Without the three-sixes rule a log can hold any number of sixes in a row.
+            self.sixes = self.sixes.saturating_add(1);
         } else {
             self.sixes = 0;
         }

@@ -322,6 +322,21 @@ fn rule_three_sixes_off_third_six_is_played() {
 }
 
 #[test]
+fn sixes_in_a_row_without_the_three_sixes_rule_never_overflow() {
+    // Found by the fuzz target: 256 sixes in a row overflowed the count.
+    let mut v = Variant::duel();
+    v.three_sixes = false;
+    let mut g = Game::with_default_seats(v).unwrap();
+    g.set_tokens(0, &[At(53), At(56), At(56), At(56)]);
+    for _ in 0..300 {
+        assert_eq!(g.roll(0, 6), Ok(RollOutcome::Pass));
+        assert!(g.pass(0).unwrap().extra_roll);
+    }
+    assert_eq!(g.sixes_in_row(), u8::MAX);
+    assert_eq!(g.rolls(), 300);
+}
+
+#[test]
 fn rule_bonus_on_capture() {
     let mut v = Variant::duel();
     v.bonus_on_capture = true;
