@@ -163,7 +163,8 @@ reasons AS (
            count(*) FILTER (WHERE reason = 'page_closed') AS page_closed_while_losing,
            count(*) FILTER (WHERE reason = 'disconnected') AS disconnected_while_losing
     FROM departures WHERE event = 'left' AND losing AND reason <> 'resigned'
-      AND ts >= ${window_end} - INTERVAL '30 days'
+      AND ts >= ${window_end} - INTERVAL '30 days' AND ts <= ${window_end}
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
       AND player IN (SELECT account FROM candidates)
     GROUP BY player
 ),

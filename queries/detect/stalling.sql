@@ -34,7 +34,8 @@
 --   games at that baseline (binomial over its games) must be below max_p, and their share of its
 --   games at least min_ratio times the baseline. Counting a game once does not care how long the
 --   staller went on, nor whether the game was level again meanwhile (stallers of the independent
---   simulator with 123 to 657 slow moves while losing were under both ratios above).
+--   simulator with 123 to 657 slow moves while losing were under both ratios above). The split
+--   check above applies to this test too.
 -- severity: low
 -- action: review
 -- param min_slow = 5 : moves over 80 % of the clock while losing, in 30 days

@@ -675,6 +675,9 @@ mod tests {
         // No slow move while losing: no such run; the longest without is the first two.
         let level = MoveFacts::of(&moves[..3], "a");
         assert_eq!((level.slow_run_losing, level.slow_run_other), (0, 2));
+        // A game that ends in a slow run counts it: level, then one with a move while losing.
+        assert_eq!(MoveFacts::of(&moves[..2], "a").slow_run_other, 2);
+        assert_eq!(MoveFacts::of(&moves[3..7], "a").slow_run_losing, 3);
         // 7,999 ms of a 10 s clock is under 80 %: it ends the run.
         let mut short = moves.clone();
         short[6].think_ms = 7_999;
