@@ -158,11 +158,7 @@ fn findings(lake: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn killed_twenty_times_the_stream_equals_a_batch_run() {
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-kill");
-    let _ = std::fs::remove_dir_all(&work);
-    let follow = work.join("logs");
-    let lake = work.join("lake");
-    std::fs::create_dir_all(&follow).unwrap();
+    let (work, follow, lake) = fresh_dirs("stream-kill");
     let done = AtomicBool::new(false);
     let mut kills = 0;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -269,14 +265,21 @@ fn killed_twenty_times_the_stream_equals_a_batch_run() {
     );
 }
 
-#[test]
-fn sigterm_finishes_the_batch_and_exits() {
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-term");
+/// A fresh work directory for a streaming test (an earlier run's removed): the directory, its
+/// followed logs directory (made, empty) and its lake's path.
+fn fresh_dirs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&work);
     let follow = work.join("logs");
     std::fs::create_dir_all(&follow).unwrap();
-    std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
     let lake = work.join("lake");
+    (work, follow, lake)
+}
+
+#[test]
+fn sigterm_finishes_the_batch_and_exits() {
+    let (_, follow, lake) = fresh_dirs("stream-term");
+    std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
     let child = streamer(&follow, &lake, false);
     // Wait for the first commit, then ask it to stop.
     let started = Instant::now();
@@ -294,10 +297,7 @@ fn sigterm_finishes_the_batch_and_exits() {
 
 #[test]
 fn while_following_the_stream_vacuums_what_each_pass_rewrites_with_no_new_lines() {
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-vacuum");
-    let _ = std::fs::remove_dir_all(&work);
-    let follow = work.join("logs");
-    std::fs::create_dir_all(&follow).unwrap();
+    let (_, follow, lake) = fresh_dirs("stream-vacuum");
     let lines = lines_of(&crate::common::shared_sample());
     let (first, second) = lines.split_at(lines.len() / 2);
     let write = |name: &str, part: &[String]| {
@@ -305,7 +305,6 @@ fn while_following_the_stream_vacuums_what_each_pass_rewrites_with_no_new_lines(
         text.push('\n');
         std::fs::write(follow.join(name), text).unwrap();
     };
-    let lake = work.join("lake");
     let state = || vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
     let features = |s: &vigie::lake::State| {
         s.table_files("account_features")
@@ -536,12 +535,8 @@ async fn pushed_archives_are_read_whole_or_quarantined() {
 
 #[test]
 fn the_stream_analyses_games_in_the_background_and_detects_again() {
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-analysis");
-    let _ = std::fs::remove_dir_all(&work);
-    let follow = work.join("logs");
-    std::fs::create_dir_all(&follow).unwrap();
+    let (_, follow, lake_dir) = fresh_dirs("stream-analysis");
     std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
-    let lake_dir = work.join("lake");
     let lake = vigie::catalog::open(&lake_dir).unwrap();
     let mut opts = vigie::stream::StreamOptions::new(follow, root().join("queries/detect"));
     opts.commit_interval = Duration::from_millis(50);
