@@ -45,12 +45,21 @@
 --   connections of the independent one that the other checks let through closed no page in 4 to 11
 --   abandons while losing, p 2e-5 to 7e-5; every rage-quitter found closed at least one; the two
 --   of Vigie's simulator closed one page in 14 and 18 abandons, and stay flagged.)
+--   The depth is a check for drops at random moments, what a connection does; page closings are the
+--   player's acts. So the depth check is waived for an account whose page closings while losing are
+--   on their own beyond chance at max_p: at least that many among its lost games had it closed the
+--   page in each with the platform's rate of page closings while losing per lost game (binomial;
+--   every account's page closings count in that rate, rage-quitters' too). A rage-quitter who leaves
+--   as soon as the game turns, at a deficit its own moves often reach, is let go by the depth but
+--   not by this (one of Vigie's simulator's: 6 page closings in 70 lost games, p 1e-5, depth 0.58);
+--   the players on bad connections who passed every check but the depth on ten lakes of both
+--   simulators closed 0 to 2 pages while losing (p 0.04 to 1).
 -- severity: medium
 -- action: review
 -- param min_abandons = 3 : abandons while losing in 30 days
 -- param prior_games = 30 : weight of the platform's rate in the account's own rate (games)
 -- param min_ratio = 3 : the rate per lost game at least this many times the baseline
--- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month)
+-- param max_p = 0.001 : chance of at least that many at the baseline (false flags per account and month); also the bound for the page closings alone to waive the depth check
 -- param max_p_split = 0.2 : chance of at least that many of the account's abandons while losing, at its share of moves played while losing
 -- param max_p_depth = 0.3 : chance that abandons at random moments come as deep behind as they did (Fisher's combination of their depths)
 -- param min_page_closed = 1 : page closings among the abandons while losing for max_p to apply
@@ -70,8 +79,16 @@ base AS (
            CAST(sum(abandons_other) AS DOUBLE)
                / greatest(sum(greatest(games - losses, 0) + abandons_other), 1) AS other_rate,
            -- The platform's share of timed moves played while losing (null when none was timed).
-           CAST(sum(moves_losing) AS DOUBLE) / nullif(sum(moves_timed), 0) AS losing_move_share
+           CAST(sum(moves_losing) AS DOUBLE) / nullif(sum(moves_timed), 0) AS losing_move_share,
+           sum(losses) AS losses
     FROM f
+),
+-- The platform's page closings while losing of the window, per lost game (null when none was lost).
+page_base AS (
+    SELECT CAST(count(*) AS DOUBLE) / nullif((SELECT losses FROM base), 0) AS page_closed_share
+    FROM departures WHERE event = 'left' AND losing AND reason = 'page_closed'
+      AND ts >= ${window_end} - INTERVAL '30 days' AND ts <= ${window_end}
+      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
 ),
 t AS (
     -- The whole platform's share when no sound account ever abandoned: the floor is never 0.
@@ -168,19 +185,27 @@ reasons AS (
       AND player IN (SELECT account FROM candidates)
     GROUP BY player
 ),
--- Without depths (no abandon in a game of the window whose row has edges: rows an older Vigie wrote)
--- the check is not made.
-hits AS (
+weighed AS (
     SELECT x.*, dp.depth_abandons, dp.mean_depth, dp.p_depth,
            coalesce(e.page_closed_while_losing, 0) AS page_closed_while_losing,
            coalesce(e.disconnected_while_losing, 0) AS disconnected_while_losing,
            coalesce(e.page_closed_while_losing, 0) >= ${min_page_closed} AS players_act,
+           pb.page_closed_share AS platform_page_closed_share,
+           binomial_at_least(coalesce(e.page_closed_while_losing, 0), greatest(x.losses, x.abandons_losing),
+                             pb.page_closed_share) AS p_page_closed,
            e.refs, e.first_seen, e.last_seen
     FROM candidates x
+    CROSS JOIN page_base pb
     LEFT JOIN depth dp ON dp.account = x.account
     LEFT JOIN reasons e ON e.account = x.account
-    WHERE (dp.p_depth IS NULL OR dp.p_depth <= ${max_p_depth})
-      AND (coalesce(e.page_closed_while_losing, 0) >= ${min_page_closed} OR x.p_value <= ${max_p_connection})
+),
+-- Without depths (no abandon in a game of the window whose row has edges: rows an older Vigie wrote)
+-- the check is not made; nor when the page closings alone are beyond chance.
+hits AS (
+    SELECT *, NOT (p_depth IS NULL OR p_depth <= ${max_p_depth}) AS depth_waived
+    FROM weighed
+    WHERE (p_depth IS NULL OR p_depth <= ${max_p_depth} OR p_page_closed <= ${max_p})
+      AND (players_act OR p_value <= ${max_p_connection})
 )
 SELECT x.account, x."window",
        -log10(greatest(x.p_value, 1e-300)) AS score,
@@ -194,8 +219,16 @@ SELECT x.account, x."window",
        ${min_ratio} AS min__ratio_to_baseline,
        x.moves_losing, x.moves_timed, x.losing_move_share, x.platform_losing_move_share, x.p_split,
        ${max_p_split} AS max__p_split,
-       x.depth_abandons, x.mean_depth, x.p_depth, ${max_p_depth} AS max__p_depth,
+       x.depth_abandons, x.mean_depth, x.p_depth,
+       CASE WHEN NOT x.depth_waived THEN ${max_p_depth} END AS max__p_depth,
        x.page_closed_while_losing, x.disconnected_while_losing,
+       -- The page closings alone: the platform's rate per lost game and the chance of as many; when
+       -- they waived the depth check, the bound they met.
+       x.platform_page_closed_share, x.p_page_closed,
+       CASE WHEN x.depth_waived THEN ${max_p} END AS max__p_page_closed,
+       CASE WHEN x.p_depth IS NULL THEN 'not made: no abandon in a game of the window with balances'
+            WHEN x.depth_waived THEN 'waived: the page closings alone are beyond chance'
+            ELSE 'met' END AS depth_check,
        CASE WHEN x.players_act THEN ${min_page_closed} END AS min__page_closed_while_losing,
        CASE WHEN x.players_act THEN 'page closings'
             ELSE 'lost connections (the stricter bound)' END AS flagged_on,
