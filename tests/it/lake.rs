@@ -553,7 +553,9 @@ fn a_bad_delta_log_stops_every_writer_and_lake_check_names_it() {
 }
 
 /// Samples, while `vigie stream` commits (with compaction), every table's Delta count every second
-/// for `seconds`: each count must be the count of the Vigie version its Delta version names.
+/// for `seconds`, and on until the stream has compacted (at most five times as long: a loaded
+/// machine commits less often, so compacts later): each count must be the count of the Vigie
+/// version its Delta version names.
 #[test]
 fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
     if !python_has(
@@ -569,6 +571,8 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
     let dir = tempfile::tempdir().unwrap();
     let follow = dir.path().join("follow");
     let lake = dir.path().join("lake");
+    // The sampler samples until this file exists.
+    let stop = dir.path().join("stop");
     std::fs::create_dir_all(&follow).unwrap();
     let text = std::fs::read_to_string(crate::common::shared_sample()).expect("the sample log");
     let lines: Vec<&str> = text.lines().collect();
@@ -588,15 +592,16 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
         .expect("vigie stream");
     let sampler = std::thread::spawn({
         let lake = lake.clone();
+        let stop = stop.clone();
         move || {
             let script = format!(
                 r#"
 import json, os, sys, time
 from deltalake import DeltaTable
-lake, end = {lake:?}, time.time() + {seconds}
+lake, stop = {lake:?}, {stop:?}
 while not os.path.isdir(os.path.join(lake, "events", "_delta_log")):
     time.sleep(0.1)
-while time.time() < end:
+while not os.path.exists(stop):
     for t in ("events", "games", "moves", "game_players", "findings", "account_features", "flags"):
         try:
             d = DeltaTable(os.path.join(lake, t))
@@ -614,8 +619,16 @@ while time.time() < end:
                 .expect("python3")
         }
     });
+    // Whether the lake's last version has removed files of `events` (a compaction).
+    let has_compacted = |lake: &std::path::Path| {
+        vigie::lake::Lake::open_existing(lake)
+            .and_then(|l| l.state())
+            .is_ok_and(|st| st.tombstones.keys().any(|p| p.starts_with("events/")))
+    };
+    let mut seen_compacted: Option<Instant> = None;
+    let mut last_look = Instant::now();
     // The servers: the sample, a few games at a time, for the whole sampling time, then repeated
-    // under new game ids.
+    // under new game ids, until the stream has compacted and been sampled a few seconds since.
     let started = Instant::now();
     let mut copy = 0;
     let mut file = std::fs::OpenOptions::new()
@@ -629,8 +642,17 @@ while time.time() < end:
             .map(|l| l.replace("\"game\":\"", &format!("\"game\":\"r{copy}-")))
             .collect();
         for chunk in renamed.chunks(60) {
-            if started.elapsed() > Duration::from_secs(seconds + 2) {
+            let done = seen_compacted.is_some_and(|t| t.elapsed() > Duration::from_secs(3));
+            if started.elapsed() > Duration::from_secs(seconds + 2)
+                && (done || started.elapsed() > Duration::from_secs(seconds * 5))
+            {
                 break 'feed;
+            }
+            if seen_compacted.is_none() && last_look.elapsed() > Duration::from_secs(1) {
+                last_look = Instant::now();
+                if has_compacted(&lake) {
+                    seen_compacted = Some(Instant::now());
+                }
             }
             for l in chunk {
                 use std::io::Write;
@@ -640,6 +662,7 @@ while time.time() < end:
         }
         copy += 1;
     }
+    std::fs::write(&stop, b"").unwrap();
     let out = sampler.join().expect("sampler");
     let _ = child.kill();
     let _ = child.wait();
