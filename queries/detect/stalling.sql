@@ -36,18 +36,6 @@
 --   staller went on, nor whether the game was level again meanwhile (stallers of the independent
 --   simulator with 123 to 657 slow moves while losing were under both ratios above). The split
 --   check above applies to this test too.
---   The moves tests weigh the kinds of game: slow moves are far more common in some (international
---   draughts' 30 s a move) than in others, and an account's moves while losing need not be of the
---   kinds its other moves are (a player weak at one game is behind mostly there). So "the
---   platform's share" in each baseline is the platform's share in each kind of game (kind and mode),
---   weighted by the account's own moves of that kind (while losing for the share while losing, not
---   losing for the share otherwise), and the account's own share otherwise enters as its slowness:
---   its slow moves not losing over what the platform's shares in its kinds give for its moves not
---   losing, shrunk as above, times the platform's shares while losing in its kinds (each at least
---   the kind's share otherwise, the losing factor per kind). With one kind of game this is the
---   baseline above. (An ordinary player of Vigie's simulator behind in most of its international
---   draughts games and ahead in its Belote ones had 12 slow moves in 319 while losing: p 2e-7 against
---   the platform's share, 2e-4 against its kinds'.)
 -- severity: low
 -- action: review
 -- param min_slow = 5 : moves over 80 % of the clock while losing, in 30 days
@@ -59,69 +47,25 @@
 -- param min_run = 5 : slow moves in a row, one at least while losing, that make a game stalled
 -- param min_stall_games = 3 : stalled games in 30 days for the test on games
 -- param prior_games = 30 : weight of the platform's rate of runs not losing in the account's own (games)
-WITH per_kind AS (
-    -- One read of the window's game_players rows, per account and kind of game (kind and mode): its
-    -- moves while losing, otherwise, and otherwise before each game's first stall (rows an older
-    -- Vigie wrote: all its moves not losing), the slow ones of each, and its games with a run of
-    -- min_run slow moves, with one while losing (stalled) or none (rows an older Vigie wrote have no
-    -- runs: not counted).
-    SELECT account, kind, coalesce(mode, '') AS mode,
-           sum(losing_moves) AS l, sum(slow_losing_moves) AS sl,
-           sum(other_moves) AS o, sum(slow_other_moves) AS so,
-           sum(coalesce(other_moves_prestall, other_moves)) AS op,
-           sum(coalesce(slow_other_moves_prestall, slow_other_moves)) AS sop,
+WITH runs AS (
+    -- The window's games with a run of min_run slow moves: with one while losing (stalled) or none.
+    -- Rows an older Vigie wrote have no runs (null): not counted.
+    SELECT account,
            count(*) FILTER (WHERE slow_run_losing >= ${min_run}) AS stalled_games,
-           count(*) FILTER (WHERE slow_run_other >= ${min_run}) AS slow_run_games_other
-    FROM game_players
-    WHERE started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
-      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-    GROUP BY account, kind, coalesce(mode, '')
-),
-rated AS (
-    -- The platform's shares of slow moves in each kind of game.
-    SELECT *,
-           CAST(sum(sl) OVER (PARTITION BY kind, mode) AS DOUBLE)
-               / nullif(sum(l) OVER (PARTITION BY kind, mode), 0) AS kind_losing,
-           CAST(sum(so) OVER (PARTITION BY kind, mode) AS DOUBLE)
-               / nullif(sum(o) OVER (PARTITION BY kind, mode), 0) AS kind_other,
-           CAST(sum(sop) OVER (PARTITION BY kind, mode) AS DOUBLE)
-               / nullif(sum(op) OVER (PARTITION BY kind, mode), 0) AS kind_prestall
-    FROM per_kind
-),
-runs AS (
-    -- Per account: its stalled games and games with a run not losing, and the platform's shares at
-    -- its own mix of kinds: each kind's share weighted by its moves of that kind (while losing, or
-    -- not; null when its rows have no moves).
-    SELECT account, sum(stalled_games) AS stalled_games, sum(slow_run_games_other) AS slow_run_games_other,
-           sum(l * coalesce(kind_losing, 0)) / nullif(sum(l), 0) AS mix_losing,
-           -- Each kind's share while losing, at least its share otherwise (the losing factor per kind).
-           sum(l * greatest(coalesce(kind_losing, 0), coalesce(kind_other, 0))) / nullif(sum(l), 0)
-               AS mix_losing_other,
-           sum(l * greatest(coalesce(kind_losing, 0), coalesce(kind_prestall, 0))) / nullif(sum(l), 0)
-               AS mix_losing_prestall,
-           sum(o * coalesce(kind_other, 0)) / nullif(sum(o), 0) AS mix_other,
-           sum(op * coalesce(kind_prestall, 0)) / nullif(sum(op), 0) AS mix_prestall
-    FROM rated
-    GROUP BY account
-),
-other AS (
-    -- The feature columns the rule reads (not all of them: a narrower plan is planned faster).
-    SELECT a.account, a."window", a.games, a.moves_timed, a.moves_losing, a.slow_moves_losing,
-           a.slow_share_losing, a.slow_share_other, a.moves_other_prestall, a.slow_moves_other_prestall,
-           a.think_mean_ms, greatest(a.moves_timed - a.moves_losing, 0) AS moves_other,
-           coalesce(a.slow_share_other, 0) * greatest(a.moves_timed - a.moves_losing, 0) AS slow_moves_other
-    FROM account_features a
-    WHERE a."window" = '30d'
-),
-platform_runs AS (
-    -- The platform's games with a run (the same rows as runs', read apart so that the platform's
-    -- shares above do not read every row of the window twice: a CTE is planned once per use).
-    SELECT count(*) FILTER (WHERE slow_run_losing >= ${min_run}) AS stalled_games,
            count(*) FILTER (WHERE slow_run_other >= ${min_run}) AS slow_run_games_other
     FROM game_players
     WHERE (slow_run_losing >= ${min_run} OR slow_run_other >= ${min_run})
       AND started_at >= ${window_end} - INTERVAL '30 days' AND started_at <= ${window_end}
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+    GROUP BY account
+),
+other AS (
+    SELECT a.*, greatest(a.moves_timed - a.moves_losing, 0) AS moves_other,
+           coalesce(a.slow_share_other, 0) * greatest(a.moves_timed - a.moves_losing, 0) AS slow_moves_other,
+           coalesce(r.stalled_games, 0) AS stalled_games,
+           coalesce(r.slow_run_games_other, 0) AS slow_run_games_other
+    FROM account_features a LEFT JOIN runs r ON r.account = a.account
+    WHERE a."window" = '30d'
 ),
 f AS (
     -- Rows of features an older Vigie wrote have no prestall counts: all their moves not losing.
@@ -133,62 +77,28 @@ base AS (
     SELECT CAST(sum(slow_moves_losing) AS DOUBLE) / greatest(sum(moves_losing), 1) AS share,
            sum(slow_moves_other) / greatest(sum(moves_other), 1) AS other_share,
            CAST(sum(slow_moves_prestall) AS DOUBLE) / greatest(sum(moves_prestall), 1) AS prestall_share,
-           CAST(max(pr.stalled_games) AS DOUBLE) / greatest(sum(games), 1) AS stalled_rate,
-           CAST(max(pr.slow_run_games_other) AS DOUBLE) / greatest(sum(games), 1) AS other_run_rate
-    FROM f CROSS JOIN platform_runs pr
+           CAST(sum(stalled_games) AS DOUBLE) / greatest(sum(games), 1) AS stalled_rate,
+           CAST(sum(slow_run_games_other) AS DOUBLE) / greatest(sum(games), 1) AS other_run_rate
+    FROM f
 ),
 t AS (
-    SELECT f.*, coalesce(r.stalled_games, 0) AS stalled_games,
-           coalesce(r.slow_run_games_other, 0) AS slow_run_games_other,
-           r.mix_losing, r.mix_losing_other, r.mix_losing_prestall, r.mix_other, r.mix_prestall,
-           b.share AS platform_slow_share_losing, b.other_share AS platform_slow_share_other,
+    SELECT f.*, b.share AS platform_slow_share_losing, b.other_share AS platform_slow_share_other,
            CASE WHEN b.other_share > 0 THEN greatest(b.share / b.other_share, 1.0) ELSE 1.0 END AS losing_factor,
            (f.slow_moves_other + ${prior_moves} * b.other_share) / (f.moves_other + ${prior_moves}) AS own_slow_share_other,
            b.prestall_share AS platform_slow_share_prestall,
            CASE WHEN b.prestall_share > 0 THEN greatest(b.share / b.prestall_share, 1.0) ELSE 1.0 END AS losing_factor_prestall,
            (f.slow_moves_prestall + ${prior_moves} * b.prestall_share) / (f.moves_prestall + ${prior_moves}) AS own_slow_share_prestall,
            b.stalled_rate AS platform_stalled_rate, b.other_run_rate AS platform_other_run_rate,
-           (coalesce(r.slow_run_games_other, 0) + ${prior_games} * b.other_run_rate) / (f.games + ${prior_games})
-               AS own_other_run_rate
+           (f.slow_run_games_other + ${prior_games} * b.other_run_rate) / (f.games + ${prior_games}) AS own_other_run_rate
     FROM f CROSS JOIN base b
-    LEFT JOIN runs r ON r.account = f.account
-    WHERE (f.slow_moves_losing >= ${min_slow} OR coalesce(r.stalled_games, 0) >= ${min_stall_games})
+    WHERE (f.slow_moves_losing >= ${min_slow} OR f.stalled_games >= ${min_stall_games})
       AND f.slow_moves_losing > 0
 ),
-mixed AS (
-    -- Without moves in its rows (rows without counts) an account's mix is the platform's.
-    SELECT *,
-           coalesce(mix_losing, platform_slow_share_losing) AS mix_slow_share_losing,
-           coalesce(mix_other, platform_slow_share_other) AS mix_slow_share_other,
-           coalesce(mix_prestall, platform_slow_share_prestall) AS mix_slow_share_prestall,
-           coalesce(mix_losing_other, greatest(platform_slow_share_losing, platform_slow_share_other))
-               AS mix_losing_at_least_other,
-           coalesce(mix_losing_prestall, greatest(platform_slow_share_losing, platform_slow_share_prestall))
-               AS mix_losing_at_least_prestall
-    FROM t
-),
-slowness AS (
-    -- The account's slowness: its slow moves not losing over what its kinds' shares give for its
-    -- moves not losing, both shrunk by prior_moves moves at the platform's share (null when no move
-    -- of the platform not losing was slow).
-    SELECT *,
-           (slow_moves_other + ${prior_moves} * platform_slow_share_other)
-               / nullif(moves_other * mix_slow_share_other + ${prior_moves} * platform_slow_share_other, 0) AS own_slowness,
-           (slow_moves_prestall + ${prior_moves} * platform_slow_share_prestall)
-               / nullif(moves_prestall * mix_slow_share_prestall + ${prior_moves} * platform_slow_share_prestall, 0)
-               AS own_slowness_prestall
-    FROM mixed
-),
 baselines AS (
-    -- With no slow move of the platform not losing to weigh against, the own share times the losing
-    -- factor, as with one kind of game.
-    SELECT *, greatest(mix_slow_share_losing,
-                       coalesce(own_slowness * mix_losing_at_least_other, own_slow_share_other * losing_factor)) AS baseline,
-           greatest(mix_slow_share_losing,
-                    coalesce(own_slowness_prestall * mix_losing_at_least_prestall,
-                             own_slow_share_prestall * losing_factor_prestall)) AS baseline_prestall,
+    SELECT *, greatest(platform_slow_share_losing, own_slow_share_other * losing_factor) AS baseline,
+           greatest(platform_slow_share_losing, own_slow_share_prestall * losing_factor_prestall) AS baseline_prestall,
            greatest(platform_stalled_rate, own_other_run_rate) AS baseline_runs
-    FROM slowness
+    FROM t
 ),
 tested AS (
     SELECT *, binomial_at_least(slow_moves_losing, moves_losing, baseline) AS p_value,
@@ -241,13 +151,11 @@ SELECT account, "window",
        -log10(greatest(CASE WHEN on_all THEN p_value WHEN on_prestall THEN p_value_prestall ELSE p_runs END, 1e-300)) AS score,
        slow_moves_losing, moves_losing, slow_share_losing, slow_share_other, moves_other,
        platform_slow_share_losing, platform_slow_share_other, losing_factor, own_slow_share_other,
-       mix_slow_share_losing, mix_slow_share_other, own_slowness,
        baseline AS baseline_share, p_value, slow_share_losing / baseline AS ratio_to_baseline,
        moves_prestall AS moves_other_prestall,
        -- A count (rows of an older replay lend slow_share_other times their moves not losing).
        CAST(round(slow_moves_prestall) AS BIGINT) AS slow_moves_other_prestall,
-       platform_slow_share_prestall, own_slow_share_prestall, mix_slow_share_prestall, own_slowness_prestall,
-       baseline_prestall AS baseline_share_prestall,
+       platform_slow_share_prestall, own_slow_share_prestall, baseline_prestall AS baseline_share_prestall,
        p_value_prestall, slow_share_losing / baseline_prestall AS ratio_to_baseline_prestall,
        CASE WHEN on_all THEN 'all moves not losing' WHEN on_prestall THEN 'moves not losing before stalling'
             ELSE 'stalled games' END AS flagged_on,
