@@ -46,14 +46,15 @@
 --   abandons while losing, p 2e-5 to 7e-5; every rage-quitter found closed at least one; the two
 --   of Vigie's simulator closed one page in 14 and 18 abandons, and stay flagged.)
 --   The depth is a check for drops at random moments, what a connection does; page closings are the
---   player's acts. So the depth check is waived for an account whose page closings while losing are
---   on their own beyond chance at max_p: at least that many among its lost games had it closed the
---   page in each with the platform's rate of page closings while losing per lost game (binomial;
---   every account's page closings count in that rate, rage-quitters' too). A rage-quitter who leaves
---   as soon as the game turns, at a deficit its own moves often reach, is let go by the depth but
---   not by this (one of Vigie's simulator's: 6 page closings in 70 lost games, p 1e-5, depth 0.58);
---   the players on bad connections who passed every check but the depth on ten lakes of both
---   simulators closed 0 to 2 pages while losing (p 0.04 to 1).
+--   player's acts. So the depth check is waived for an account whose page closings while losing (at
+--   least min_page_closed) are on their own beyond chance at max_p: at least that many among its
+--   lost games had it closed the page in each with the platform's rate of page closings while
+--   losing per lost game (binomial; every account's page closings count in that rate,
+--   rage-quitters' too). A rage-quitter who leaves as soon as the game turns, at a deficit its own
+--   moves often reach, is let go by the depth but not by this (one of Vigie's simulator's: 6 page
+--   closings in 70 lost games, p 1e-5, depth 0.58); the players on bad connections who passed every
+--   check but the depth on ten lakes of both simulators closed 0 to 2 pages while losing (p 0.04 to
+--   1).
 -- severity: medium
 -- action: review
 -- param min_abandons = 3 : abandons while losing in 30 days
@@ -204,7 +205,8 @@ weighed AS (
 hits AS (
     SELECT *, NOT (p_depth IS NULL OR p_depth <= ${max_p_depth}) AS depth_waived
     FROM weighed
-    WHERE (p_depth IS NULL OR p_depth <= ${max_p_depth} OR p_page_closed <= ${max_p})
+    -- (The waiver rests on page closings: with fewer than min_page_closed it is not given.)
+    WHERE (p_depth IS NULL OR p_depth <= ${max_p_depth} OR (players_act AND p_page_closed <= ${max_p}))
       AND (players_act OR p_value <= ${max_p_connection})
 )
 SELECT x.account, x."window",
