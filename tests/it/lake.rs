@@ -576,7 +576,20 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
     std::fs::create_dir_all(&follow).unwrap();
     let text = std::fs::read_to_string(crate::common::shared_sample()).expect("the sample log");
     let lines: Vec<&str> = text.lines().collect();
-    let mut child = Command::new(crate::common::vigie_bin())
+    // On any exit, a panic included: the sampler told to stop (it also stops by itself at a
+    // deadline) and the stream ended.
+    struct Cleanup {
+        stop: std::path::PathBuf,
+        child: std::process::Child,
+    }
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.stop, b"");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+    let child = Command::new(crate::common::vigie_bin())
         .args(["stream", "--follow"])
         .arg(&follow)
         .arg("--lake")
@@ -590,6 +603,11 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
         .stderr(Stdio::null())
         .spawn()
         .expect("vigie stream");
+    let cleanup = Cleanup {
+        stop: stop.clone(),
+        child,
+    };
+    let deadline = seconds * 5 + 60;
     let sampler = std::thread::spawn({
         let lake = lake.clone();
         let stop = stop.clone();
@@ -598,10 +616,14 @@ fn a_delta_reader_during_a_stream_sees_committed_versions_only() {
                 r#"
 import json, os, sys, time
 from deltalake import DeltaTable
-lake, stop = {lake:?}, {stop:?}
+lake, stop, end = {lake:?}, {stop:?}, time.time() + {deadline}
 while not os.path.isdir(os.path.join(lake, "events", "_delta_log")):
+    if os.path.exists(stop) or time.time() > end:
+        sys.exit(0)
     time.sleep(0.1)
-while not os.path.exists(stop):
+# One whole round more once told to stop, so that the last versions the stream made are read.
+while time.time() < end:
+    last = os.path.exists(stop)
     for t in ("events", "games", "moves", "game_players", "findings", "account_features", "flags"):
         try:
             d = DeltaTable(os.path.join(lake, t))
@@ -609,6 +631,8 @@ while not os.path.exists(stop):
             continue
         n = d.to_pyarrow_dataset().count_rows()
         print(json.dumps({{"table": t, "delta": d.version(), "vigie": d.transaction_version("vigie"), "rows": n}}), flush=True)
+    if last:
+        break
     time.sleep(1)
 "#
             );
@@ -664,8 +688,7 @@ while not os.path.exists(stop):
     }
     std::fs::write(&stop, b"").unwrap();
     let out = sampler.join().expect("sampler");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(cleanup);
     assert!(
         out.status.success(),
         "{}",
