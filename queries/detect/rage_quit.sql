@@ -191,6 +191,9 @@ weighed AS (
            coalesce(e.page_closed_while_losing, 0) AS page_closed_while_losing,
            coalesce(e.disconnected_while_losing, 0) AS disconnected_while_losing,
            coalesce(e.page_closed_while_losing, 0) >= ${min_page_closed} AS players_act,
+           -- Without depths (no abandon in a game of the window whose row has edges: rows an older
+           -- Vigie wrote) the check is not made: met.
+           coalesce(dp.p_depth <= ${max_p_depth}, true) AS depth_met,
            pb.page_closed_share AS platform_page_closed_share,
            binomial_at_least(coalesce(e.page_closed_while_losing, 0), greatest(x.losses, x.abandons_losing),
                              pb.page_closed_share) AS p_page_closed,
@@ -200,13 +203,12 @@ weighed AS (
     LEFT JOIN depth dp ON dp.account = x.account
     LEFT JOIN reasons e ON e.account = x.account
 ),
--- Without depths (no abandon in a game of the window whose row has edges: rows an older Vigie wrote)
--- the check is not made; nor when the page closings alone are beyond chance.
+-- The depth check is waived when the page closings alone are beyond chance (the waiver rests on
+-- page closings: with fewer than min_page_closed it is not given).
 hits AS (
-    SELECT *, NOT (p_depth IS NULL OR p_depth <= ${max_p_depth}) AS depth_waived
+    SELECT *, NOT depth_met AS depth_waived
     FROM weighed
-    -- (The waiver rests on page closings: with fewer than min_page_closed it is not given.)
-    WHERE (p_depth IS NULL OR p_depth <= ${max_p_depth} OR (players_act AND p_page_closed <= ${max_p}))
+    WHERE (depth_met OR (players_act AND p_page_closed <= ${max_p}))
       AND (players_act OR p_value <= ${max_p_connection})
 )
 SELECT x.account, x."window",
