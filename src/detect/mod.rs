@@ -88,6 +88,9 @@ pub struct DetectReport {
     /// Rules whose last result was reused: their SQL and the files they read were the same.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rules_reused: Vec<String>,
+    /// Rules that read no features, run while the features were computed (on the same files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules_run_before_features: Vec<String>,
     /// Nothing ran: the replay, the analysis and the rules are those of the last run, whose flags
     /// stand (the counts above are then zero, not the lake's).
     pub unchanged: bool,
@@ -188,13 +191,30 @@ pub fn run_scoped(
     // A scoped run keeps the other accounts' rows of the last run: only when that run had the same
     // rules and features' definitions (a new build may count, or name, a feature differently).
     let scope = scope.filter(|_| prev.as_ref().is_some_and(|p| p.rules == fingerprint));
-    crate::features::run_scoped(lake, scope)?;
+    // The rules that read no features run meanwhile, on the snapshot before the features' commit
+    // (the same files of the tables they read): their results wait in the reuse cache for the
+    // evaluation below, which takes them when their SQL and files are still the same.
+    let early = {
+        let snapshot = lake.snapshot()?;
+        let (rules, overrides) = (rules.clone(), overrides.clone());
+        runtime()?.spawn(async move { run_without_features(&snapshot, &rules, &overrides).await })
+    };
+    let features = crate::features::run_scoped(lake, scope);
+    // Its failures are its own to report: the evaluation below runs those rules again.
+    if let Ok(Err(e)) = runtime()?.block_on(early) {
+        tracing::debug!(error = %e, "a rule run before the features failed; run again after them");
+    }
+    features?;
     let snapshot = lake.snapshot()?;
     let window_end = snapshot.state.latest_event_ms();
-    let Evaluation { flags, reused } =
-        runtime()?.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
+    let Evaluation {
+        flags,
+        reused,
+        before_features,
+    } = runtime()?.block_on(evaluate(&snapshot, &rules, overrides, window_end))?;
     let mut report = DetectReport {
         rules_reused: reused,
+        rules_run_before_features: before_features,
         ..DetectReport::default()
     };
     let mut accounts = std::collections::BTreeSet::new();
@@ -335,12 +355,32 @@ const DECODED_TABLES: &[&str] = &[
     "move_analysis",
 ];
 
+/// The session a pass's rules run on: the rule tables of `snapshot`, those of [`DECODED_TABLES`]
+/// read from the process's cache of decoded columns.
+async fn rule_session(
+    snapshot: &crate::lake::Snapshot,
+) -> Result<datafusion::prelude::SessionContext, DetectError> {
+    let limits = crate::lake::sql::Limits {
+        decoded: DECODED_TABLES,
+        ..Default::default()
+    };
+    crate::lake::sql::session(snapshot, &rule_tables(), limits)
+        .await
+        .map_err(|source| DetectError::Query {
+            rule: "(session)".into(),
+            source,
+        })
+}
+
 /// What the rules found on a snapshot.
 #[derive(Debug)]
 pub struct Evaluation {
     pub flags: Vec<FlagRow>,
     /// The rules whose last result on this lake was reused (see [`Reusable`]), in the rules' order.
     pub reused: Vec<String>,
+    /// The rules whose result was computed on this pass's files before the features' commit
+    /// (see `run_without_features`), in the rules' order.
+    pub before_features: Vec<String>,
 }
 
 /// Runs the rules on a snapshot and returns their flags.
@@ -356,16 +396,7 @@ pub async fn evaluate(
     window_end: i64,
 ) -> Result<Evaluation, DetectError> {
     use futures::StreamExt;
-    let limits = crate::lake::sql::Limits {
-        decoded: DECODED_TABLES,
-        ..Default::default()
-    };
-    let ctx = crate::lake::sql::session(snapshot, &rule_tables(), limits)
-        .await
-        .map_err(|source| DetectError::Query {
-            rule: "(session)".into(),
-            source,
-        })?;
+    let ctx = rule_session(snapshot).await?;
     let features_end = features_window_end(&ctx).await?;
     // The rules that took longest when last run start first, and a rule starts as soon as a slot
     // is free (not when the rules listed before it are done): on two cores a pass's rules then end
@@ -382,6 +413,7 @@ pub async fn evaluate(
             rule.clone(),
             rule.render_at(overrides, features_end),
             window_end,
+            false,
         ));
         let id = rule.id.clone();
         async move {
@@ -406,18 +438,63 @@ pub async fn evaluate(
         "detection columns cache"
     );
     let mut flags = Vec::new();
-    let mut reused = Vec::new();
+    let (mut reused, mut before_features) = (Vec::new(), Vec::new());
     for ((_, r), rule) in results.into_iter().zip(rules) {
-        let (f, again) = r?;
+        let (f, how) = r?;
         flags.extend(f);
-        if again {
-            reused.push(rule.id.clone());
+        match how {
+            Ran::Now => {}
+            Ran::Reused => reused.push(rule.id.clone()),
+            Ran::BeforeFeatures => before_features.push(rule.id.clone()),
         }
     }
     Ok(Evaluation {
         flags: merge_same_flag(flags),
         reused,
+        before_features,
     })
+}
+
+/// Runs, on `snapshot` (taken before the features' commit), the rules that read neither
+/// `account_features` nor `pair_features` when last run (the tables their reusable result lists),
+/// one at a time: the features stage keeps about one core and a half busy, and these rules'
+/// results then wait in the reuse cache ([`Reusable`]) for the pass's evaluation. Rendered with
+/// the window end the features are about to write (the latest event of the snapshot): when the
+/// features end elsewhere, the SQL differs and the evaluation runs the rule again.
+async fn run_without_features(
+    snapshot: &crate::lake::Snapshot,
+    rules: &[Rule],
+    overrides: &BTreeMap<String, String>,
+) -> Result<(), DetectError> {
+    const FEATURES: [&str; 2] = ["account_features", "pair_features"];
+    let independent: Vec<&Rule> = {
+        let cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
+        rules
+            .iter()
+            .filter(|r| {
+                cache
+                    .get(&(snapshot.root().to_path_buf(), r.id.clone()))
+                    .is_some_and(|e| e.files.iter().all(|(t, _)| !FEATURES.contains(&t.as_str())))
+            })
+            .collect()
+    };
+    if independent.is_empty() {
+        return Ok(());
+    }
+    let ctx = rule_session(snapshot).await?;
+    let end = snapshot.state.latest_event_ms();
+    for rule in independent {
+        run_rule(
+            ctx.clone(),
+            snapshot.clone(),
+            rule.clone(),
+            rule.render_at(overrides, Some(end)),
+            end,
+            true,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// How long each rule took when it last ran (not when its result was reused), for the whole
@@ -479,6 +556,20 @@ struct Reusable {
     /// The tables the plan scans, with the paths of their files in the snapshot it ran on.
     files: Vec<(String, Vec<String>)>,
     batches: Vec<RecordBatch>,
+    /// Computed before the features' commit of a pass (`run_without_features`) and not yet taken
+    /// by that pass's evaluation.
+    early: bool,
+}
+
+/// How a rule's result of a pass came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    /// Its query ran.
+    Now,
+    /// Its last result (the same SQL over the same files).
+    Reused,
+    /// Its query ran on this pass's files before the features' commit.
+    BeforeFeatures,
 }
 
 /// The last reusable result of each (lake, rule), for the whole process.
@@ -533,14 +624,16 @@ fn reusable_scans(plan: &datafusion::logical_expr::LogicalPlan) -> Option<Vec<St
 }
 
 /// One rule's query on the session, into flags; its last result when neither its SQL nor the
-/// files it reads changed (see [`Reusable`]).
+/// files it reads changed (see [`Reusable`]). `early`: run before the features' commit, for the
+/// pass's evaluation to take.
 async fn run_rule(
     ctx: datafusion::prelude::SessionContext,
     snapshot: crate::lake::Snapshot,
     rule: Rule,
     sql: String,
     window_end: i64,
-) -> Result<(Vec<FlagRow>, bool), DetectError> {
+    early: bool,
+) -> Result<(Vec<FlagRow>, Ran), DetectError> {
     let q = |source| DetectError::Query {
         rule: rule.id.clone(),
         source,
@@ -548,27 +641,38 @@ async fn run_rule(
     let started = std::time::Instant::now();
     let key = (snapshot.root().to_path_buf(), rule.id.clone());
     let reused = {
-        let cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
         cache
-            .get(&key)
+            .get_mut(&key)
             .filter(|r| {
                 r.sql == sql
                     && r.files
                         .iter()
                         .all(|(t, paths)| table_file_paths(&snapshot, t).eq(paths))
             })
-            .map(|r| r.batches.clone())
+            .map(|r| {
+                // The pass's evaluation takes what ran before its features once: then it is a
+                // last result like any other.
+                let how = if r.early && !early {
+                    Ran::BeforeFeatures
+                } else {
+                    Ran::Reused
+                };
+                r.early &= early;
+                (r.batches.clone(), how)
+            })
     };
-    if let Some(batches) = reused {
+    if let Some((batches, how)) = reused {
         let flags = batches_to_flags(&rule, &batches, window_end)?;
         tracing::debug!(
             rule = %rule.id,
             flags = flags.len(),
-            reused = true,
+            reused = how == Ran::Reused,
+            before_features = how == Ran::BeforeFeatures,
             ms = started.elapsed().as_millis() as u64,
             "detection rule"
         );
-        return Ok((flags, true));
+        return Ok((flags, how));
     }
     // The steps apart (as `DataFrame::collect` runs them), so that the debug log says where a
     // rule's time goes: parsing and the logical plan, its optimisation, the physical plan (the
@@ -597,6 +701,7 @@ async fn run_rule(
             })
             .collect(),
         batches: batches.clone(),
+        early,
     });
     {
         let mut cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
@@ -618,9 +723,10 @@ async fn run_rule(
         physical_ms = (physical_done - optimised).as_millis() as u64,
         execute_ms = (started.elapsed() - physical_done).as_millis() as u64,
         ms = started.elapsed().as_millis() as u64,
+        before_features = early,
         "detection rule"
     );
-    Ok((flags, false))
+    Ok((flags, Ran::Now))
 }
 
 /// One flag per (account, rule, window), as its id says. A pair rule returns one row per partner

@@ -388,6 +388,70 @@ fn a_rule_is_reused_only_while_the_files_it_reads_are_the_same() {
     assert!(lucky(&third.flags), "{}", text(&third.flags));
 }
 
+/// The rules that read no features (`shared_device_ring`: `game_players` alone) run while the
+/// features are computed, on the same files: after a replay's new `game_players` file (a device
+/// of three accounts, two of which met), a pass takes the ring rule's result computed before its
+/// features' commit, and its flags are those of a pass that ran every rule after them (a copy of
+/// the same lake, which nothing ran before).
+#[test]
+fn the_rules_without_features_run_before_the_features_with_the_same_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let (early, fresh) = (dir.path().join("early"), dir.path().join("fresh"));
+    crate::common::copy_dir(crate::common::sample_lake(), &early);
+    let lake = vigie::catalog::open(&early).unwrap();
+    let first =
+        vigie::detect::run_scoped(&lake, &rules_dir(), &BTreeMap::new(), None, true).unwrap();
+    // Nothing was known of the rules on this lake: every one ran after the features.
+    assert!(first.rules_run_before_features.is_empty(), "{first:?}");
+    let seat = |game: &str, account: &str, device: &str| {
+        let mut r = player(game, account, device);
+        r["started_at"] = json!("2026-11-20T12:00:00Z");
+        r
+    };
+    write_table(
+        &lake,
+        &vigie::replay::rows::PlayerRow::def(),
+        &[
+            seat("early-1", "early-a", "dv-early"),
+            seat("early-1", "early-b", "dv-early"),
+            seat("early-2", "early-c", "dv-early"),
+            seat("early-2", "early-d", "dv-other"),
+        ],
+    );
+    crate::common::copy_dir(&early, &fresh);
+    let second =
+        vigie::detect::run_scoped(&lake, &rules_dir(), &BTreeMap::new(), None, true).unwrap();
+    assert_eq!(second.rules_run_before_features, ["shared_device_ring"]);
+    assert!(
+        !second
+            .rules_reused
+            .iter()
+            .any(|r| r == "shared_device_ring"),
+        "{second:?}"
+    );
+    let other = vigie::catalog::open(&fresh).unwrap();
+    let again =
+        vigie::detect::run_scoped(&other, &rules_dir(), &BTreeMap::new(), None, true).unwrap();
+    assert!(again.rules_run_before_features.is_empty(), "{again:?}");
+    let flags = |lake: &Path| {
+        crate::common::sql_text(
+            lake,
+            "SELECT account, rule, score, evidence, array_to_string(refs, ' ') FROM flags ORDER BY account, rule",
+        )
+    };
+    let (taken, ran) = (flags(&early), flags(&fresh));
+    assert_eq!(taken, ran);
+    let ring: Vec<&String> = taken
+        .iter()
+        .filter(|r| r[1] == "shared_device_ring")
+        .map(|r| &r[0])
+        .collect();
+    // early-a and early-b met on the device; early-c played one game from it and met nobody.
+    let flagged = |a: &str| ring.iter().any(|r| *r == a);
+    assert!(flagged("early-a") && flagged("early-b"), "{ring:?}");
+    assert!(!flagged("early-c"), "{ring:?}");
+}
+
 #[test]
 fn every_rule_flags_its_case_and_not_the_look_alike() {
     let (_dir, lake) = crafted();
