@@ -21,101 +21,97 @@
 -- param min_device_games = 2 : games from the device, for a member that never met another
 -- The 30-day window of the features: the games started in it.
 WITH recent AS (
-    SELECT game, account, device FROM game_players
+    SELECT game, account, device, started_at FROM game_players
     WHERE started_at >= ${window_end} - INTERVAL '30 days'
       -- A game's partition is its start date: older partitions are not even listed.
       AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
-),
--- The same with each game's start, for the evidence (only where it is listed: each use of a WITH
--- table is a read of its own).
-recent_at AS (
-    SELECT game, account, device, started_at FROM game_players
-    WHERE started_at >= ${window_end} - INTERVAL '30 days'
-      AND date >= CAST(${window_end} - INTERVAL '30 days' AS DATE)
+      AND account IS NOT NULL
 ),
 -- How unusual: every device of the window ranked by its number of accounts (the share of the
--- window's other devices with fewer accounts).
+-- window's other devices with fewer accounts); the ring devices are those with min_ring accounts.
 ranked AS (
-    SELECT device, percent_rank() OVER (ORDER BY accounts) AS device_percentile,
+    SELECT device, accounts, percent_rank() OVER (ORDER BY accounts) AS device_percentile,
            count(*) OVER () AS platform_devices
     FROM (
         SELECT device, count(DISTINCT account) AS accounts
-        FROM recent WHERE device IS NOT NULL AND account IS NOT NULL
+        FROM recent WHERE device IS NOT NULL
         GROUP BY device
     )
 ),
--- The devices with enough accounts, and those accounts (one read of the window).
-devices AS (
-    SELECT device, array_agg(DISTINCT account) AS ring, count(DISTINCT account) AS accounts
-    FROM recent WHERE device IS NOT NULL AND account IS NOT NULL
-    GROUP BY device
-    HAVING count(DISTINCT account) >= ${min_ring}
-),
 members AS (
-    SELECT unnest(ring) AS account, device, accounts FROM devices
+    SELECT DISTINCT r.account, d.device, d.accounts, d.device_percentile, d.platform_devices
+    FROM recent r JOIN ranked d ON d.device = r.device
+    WHERE d.accounts >= ${min_ring}
 ),
--- Per game and ring device, the device's members seated in it (on whatever device they used that
--- game), where at least two of them met (a second read of the window, joined to the few members).
-ring_games AS (
-    SELECT r.game, m.device, max(m.accounts) AS accounts, array_agg(DISTINCT r.account) AS seated,
-           count(*) FILTER (WHERE r.device = m.device) AS on_device, max(r.started_at) AS started_at
-    FROM recent_at r JOIN members m ON m.account = r.account
-    GROUP BY r.game, m.device
-    HAVING count(DISTINCT r.account) >= 2
-),
--- The devices whose accounts met: rings. Only meetings with a seat on the device itself make its
--- other accounts suspect (two occasional guests of a shared phone meeting on their own devices say
--- nothing of its owner).
-rings AS (
-    SELECT device, count(DISTINCT game) AS ring_games,
-           count(DISTINCT game) FILTER (WHERE on_device >= 1) AS ring_games_on_device
-    FROM ring_games GROUP BY device
-),
+-- Every game of the window of each ring device's members, on whatever device they used (`used`),
+-- once per ring device they belong to. Everything below is computed from these rows in one
+-- pipeline: each use of a WITH table is a read of the window of its own (three here, against
+-- nine when the meetings, the rings and the games from the device were tables of their own).
 seats AS (
-    SELECT game, device, accounts, seated, started_at, unnest(seated) AS account FROM ring_games
+    SELECT r.game, r.account, r.device AS used, r.started_at, m.device, m.accounts,
+           m.device_percentile, m.platform_devices
+    FROM recent r JOIN members m ON m.account = r.account
 ),
+-- Per game and ring device, the device's members seated in it (an account sits once in a game);
+-- a game where at least two of them met is a ring game. Only meetings with a seat on the device
+-- itself make its other accounts suspect (two occasional guests of a shared phone meeting on their
+-- own devices say nothing of its owner).
+tables AS (
+    SELECT *, count(*) OVER (PARTITION BY game, device) AS seated_n,
+           array_agg(account) OVER (PARTITION BY game, device) AS seated,
+           max(CASE WHEN used = device THEN 1 ELSE 0 END) OVER (PARTITION BY game, device) AS seat_on_device,
+           row_number() OVER (PARTITION BY game, device ORDER BY account) AS seat_rank
+    FROM seats
+),
+-- The ring games of each device, counted once per game (on its first seat).
+rings AS (
+    SELECT *, sum(CASE WHEN seated_n >= 2 AND seat_rank = 1 THEN 1 ELSE 0 END) OVER (PARTITION BY device) AS ring_games,
+           sum(CASE WHEN seated_n >= 2 AND seat_rank = 1 THEN seat_on_device ELSE 0 END) OVER (PARTITION BY device) AS ring_games_on_device
+    FROM tables
+),
+-- Per member and ring device: the members it met and in how many games, and its games from the device.
 met AS (
-    SELECT game, device, accounts, account, started_at, unnest(array_remove(seated, account)) AS partner FROM seats
+    SELECT account, device, max(accounts) AS accounts, max(device_percentile) AS device_percentile,
+           max(platform_devices) AS platform_devices, max(ring_games) AS ring_games,
+           max(ring_games_on_device) AS ring_games_on_device,
+           count(*) FILTER (WHERE seated_n >= 2) AS games_with_ring,
+           cardinality(array_remove(array_distinct(flatten(array_agg(seated) FILTER (WHERE seated_n >= 2))), account)) AS partners,
+           -- The evidence, most telling first: the games where it met the ring, by time.
+           array_agg(concat(game, ':0') ORDER BY started_at, game) FILTER (WHERE seated_n >= 2) AS ring_refs,
+           min(started_at) FILTER (WHERE seated_n >= 2) AS ring_first,
+           max(started_at) FILTER (WHERE seated_n >= 2) AS ring_last,
+           count(*) FILTER (WHERE used = device) AS device_games,
+           -- Then its games from the device, by time.
+           array_agg(concat(game, ':0') ORDER BY started_at, game) FILTER (WHERE used = device) AS from_device_refs,
+           min(started_at) FILTER (WHERE used = device) AS device_first,
+           max(started_at) FILTER (WHERE used = device) AS device_last
+    FROM rings
+    GROUP BY account, device
 ),
-met_by AS (
-    SELECT account, device, count(DISTINCT partner) AS ring_partners, count(DISTINCT game) AS games_with_ring,
-           -- The evidence, most telling first: the games where it met the ring, by time (one row per partner).
-           array_distinct(array_agg(concat(game, ':0') ORDER BY started_at, game)) AS ring_refs,
-           min(started_at) AS ring_first, max(started_at) AS ring_last
-    FROM met GROUP BY account, device
-),
--- Each member's games played from the ring's device.
-from_device AS (
-    SELECT r.account, r.device, count(DISTINCT r.game) AS device_games,
-           -- Then its games from the device, by time (an account sits once in a game).
-           array_agg(concat(r.game, ':0') ORDER BY r.started_at, r.game) AS device_refs,
-           min(r.started_at) AS device_first, max(r.started_at) AS device_last
-    FROM recent_at r JOIN rings g ON g.device = r.device
-    GROUP BY r.account, r.device
+judged AS (
+    SELECT *, CASE WHEN games_with_ring > 0 THEN partners ELSE 0 END AS ring_partners,
+           CASE WHEN games_with_ring > 0 THEN ring_refs END AS met_refs,
+           CASE WHEN device_games > 0 THEN from_device_refs END AS device_refs
+    FROM met
+    WHERE ring_games >= 1
 )
-SELECT m.account, '30d' AS "window",
-       CAST(coalesce(b.ring_partners, 0) AS DOUBLE) + m.accounts AS score,
-       m.device, m.accounts AS accounts_on_device,
-       coalesce(b.ring_partners, 0) AS ring_partners,
-       coalesce(b.games_with_ring, 0) AS games_with_ring,
-       coalesce(d.device_games, 0) AS games_from_device,
-       g.ring_games, g.ring_games_on_device, k.device_percentile, k.platform_devices,
+SELECT account, '30d' AS "window",
+       CAST(ring_partners AS DOUBLE) + accounts AS score,
+       device, accounts AS accounts_on_device, ring_partners, games_with_ring,
+       device_games AS games_from_device,
+       ring_games, ring_games_on_device, device_percentile, platform_devices,
        ${min_ring} AS min__accounts_on_device,
        -- The thresholds the account met: its own meetings, or the ring's and its games from the device.
-       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN ${min_games} END AS min__games_with_ring,
-       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_games} END AS min__ring_games_on_device,
-       CASE WHEN coalesce(b.games_with_ring, 0) >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device,
+       CASE WHEN games_with_ring >= ${min_games} THEN ${min_games} END AS min__games_with_ring,
+       CASE WHEN games_with_ring >= ${min_games} THEN NULL ELSE ${min_games} END AS min__ring_games_on_device,
+       CASE WHEN games_with_ring >= ${min_games} THEN NULL ELSE ${min_device_games} END AS min__games_from_device,
        -- The evidence a reviewer opens, each game at its start (seq 0: the seats with their devices
        -- and ips): the games where it met another account of the ring, on whatever device, then
        -- its other games from the ring's device.
-       CASE WHEN b.ring_refs IS NULL THEN d.device_refs
-            WHEN d.device_refs IS NULL THEN b.ring_refs
-            ELSE array_union(b.ring_refs, d.device_refs) END AS refs,
-       least(b.ring_first, d.device_first) AS first_seen, greatest(b.ring_last, d.device_last) AS last_seen
-FROM members m
-JOIN rings g ON g.device = m.device
-JOIN ranked k ON k.device = m.device
-LEFT JOIN met_by b ON b.account = m.account AND b.device = m.device
-LEFT JOIN from_device d ON d.account = m.account AND d.device = m.device
-WHERE coalesce(b.games_with_ring, 0) >= ${min_games}
-   OR (g.ring_games_on_device >= ${min_games} AND coalesce(d.device_games, 0) >= ${min_device_games})
+       CASE WHEN met_refs IS NULL THEN device_refs
+            WHEN device_refs IS NULL THEN met_refs
+            ELSE array_union(met_refs, device_refs) END AS refs,
+       least(ring_first, device_first) AS first_seen, greatest(ring_last, device_last) AS last_seen
+FROM judged
+WHERE games_with_ring >= ${min_games}
+   OR (ring_games_on_device >= ${min_games} AND device_games >= ${min_device_games})
