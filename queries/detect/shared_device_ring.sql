@@ -43,23 +43,27 @@ members AS (
     FROM recent r JOIN ranked d ON d.device = r.device
     WHERE d.accounts >= ${min_ring}
 ),
--- Every game of the window of each ring device's members, on whatever device they used (`used`),
--- once per ring device they belong to. Everything below is computed from these rows in one
--- pipeline: each use of a WITH table is a read of the window of its own (three here, against
--- nine when the meetings, the rings and the games from the device were tables of their own).
+-- Every game of the window of each ring device's members, on whatever device they used (on_device:
+-- on the ring device itself), once per ring device they belong to and once per game (an account
+-- seated twice in a game counts once, as a meeting needs two accounts). Everything below is
+-- computed from these rows in one pipeline: each use of a WITH table is a read of the window of
+-- its own (three here, against nine when the meetings, the rings and the games from the device
+-- were tables of their own).
 seats AS (
-    SELECT r.game, r.account, r.device AS used, r.started_at, m.device, m.accounts,
-           m.device_percentile, m.platform_devices
+    SELECT r.game, r.account, m.device, max(CASE WHEN r.device = m.device THEN 1 ELSE 0 END) AS on_device,
+           min(r.started_at) AS started_at, max(m.accounts) AS accounts,
+           max(m.device_percentile) AS device_percentile, max(m.platform_devices) AS platform_devices
     FROM recent r JOIN members m ON m.account = r.account
+    GROUP BY r.game, r.account, m.device
 ),
--- Per game and ring device, the device's members seated in it (an account sits once in a game);
--- a game where at least two of them met is a ring game. Only meetings with a seat on the device
--- itself make its other accounts suspect (two occasional guests of a shared phone meeting on their
--- own devices say nothing of its owner).
+-- Per game and ring device, the device's members seated in it; a game where at least two of them
+-- met is a ring game. Only meetings with a seat on the device itself make its other accounts
+-- suspect (two occasional guests of a shared phone meeting on their own devices say nothing of its
+-- owner).
 tables AS (
     SELECT *, count(*) OVER (PARTITION BY game, device) AS seated_n,
            array_agg(account) OVER (PARTITION BY game, device) AS seated,
-           max(CASE WHEN used = device THEN 1 ELSE 0 END) OVER (PARTITION BY game, device) AS seat_on_device,
+           max(on_device) OVER (PARTITION BY game, device) AS seat_on_device,
            row_number() OVER (PARTITION BY game, device ORDER BY account) AS seat_rank
     FROM seats
 ),
@@ -80,16 +84,16 @@ met AS (
            array_agg(concat(game, ':0') ORDER BY started_at, game) FILTER (WHERE seated_n >= 2) AS ring_refs,
            min(started_at) FILTER (WHERE seated_n >= 2) AS ring_first,
            max(started_at) FILTER (WHERE seated_n >= 2) AS ring_last,
-           count(*) FILTER (WHERE used = device) AS device_games,
+           count(*) FILTER (WHERE on_device = 1) AS device_games,
            -- Then its games from the device, by time.
-           array_agg(concat(game, ':0') ORDER BY started_at, game) FILTER (WHERE used = device) AS from_device_refs,
-           min(started_at) FILTER (WHERE used = device) AS device_first,
-           max(started_at) FILTER (WHERE used = device) AS device_last
+           array_agg(concat(game, ':0') ORDER BY started_at, game) FILTER (WHERE on_device = 1) AS from_device_refs,
+           min(started_at) FILTER (WHERE on_device = 1) AS device_first,
+           max(started_at) FILTER (WHERE on_device = 1) AS device_last
     FROM rings
     GROUP BY account, device
 ),
 judged AS (
-    SELECT *, CASE WHEN games_with_ring > 0 THEN partners ELSE 0 END AS ring_partners,
+    SELECT *, CAST(CASE WHEN games_with_ring > 0 THEN partners ELSE 0 END AS BIGINT) AS ring_partners,
            CASE WHEN games_with_ring > 0 THEN ring_refs END AS met_refs,
            CASE WHEN device_games > 0 THEN from_device_refs END AS device_refs
     FROM met

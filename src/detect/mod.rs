@@ -200,9 +200,19 @@ pub fn run_scoped(
         runtime()?.spawn(async move { run_without_features(&snapshot, &rules, &overrides).await })
     };
     let features = crate::features::run_scoped(lake, scope);
+    if features.is_err() {
+        early.abort();
+    }
     // Its failures are its own to report: the evaluation below runs those rules again.
-    if let Ok(Err(e)) = runtime()?.block_on(early) {
-        tracing::debug!(error = %e, "a rule run before the features failed; run again after them");
+    match runtime()?.block_on(early) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "a rule run before the features failed; run again after them")
+        }
+        Err(e) if e.is_cancelled() => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "the rules run before the features stopped; run again after them")
+        }
     }
     features?;
     let snapshot = lake.snapshot()?;
@@ -359,11 +369,14 @@ const DECODED_TABLES: &[&str] = &[
 /// read from the process's cache of decoded columns.
 ///
 /// The rules run [`rules_at_once`] at a time, so each plans for its share of the cores (one
-/// partition on a machine of up to four: no repartitioning of its rows between threads, 30 % less
-/// of a scoped pass's execution on the month lake), and its logical plan is optimised in one pass
-/// of DataFusion's optimizer rules instead of up to three (half the optimisation time; the same
-/// plans' execution times). docs/performance.md ("The rules one partition each") has the measures; the flags
-/// are the same (their evidence's sums to the last bits of a double: summed in another order).
+/// partition on a machine of fewer than eight: no repartitioning of its rows between threads, 30 %
+/// less of a scoped pass's execution on the month lake), and its logical plan is optimised in one
+/// pass of DataFusion's optimizer rules instead of up to three (half the optimisation time; the
+/// same plans' execution times). docs/performance.md ("The rules one partition each") has the
+/// measures; the flags are the same (their evidence's sums to the last bits of a double: summed in
+/// another order). In one pass, an equality that reaches a join only once the filters are pushed
+/// down stays the join's filter (a nested-loop join): a rule joins with `ON` or `IN`, and cross
+/// joins only tables of one row (docs/detection.md).
 async fn rule_session(
     snapshot: &crate::lake::Snapshot,
 ) -> Result<datafusion::prelude::SessionContext, DetectError> {
@@ -674,7 +687,7 @@ async fn run_rule(
                 } else {
                     Ran::Reused
                 };
-                r.early &= early;
+                r.early = false;
                 (r.batches.clone(), how)
             })
     };
