@@ -369,11 +369,11 @@ const DECODED_TABLES: &[&str] = &[
 /// read from the process's cache of decoded columns.
 ///
 /// The rules run [`rules_at_once`] at a time, so each plans for its share of the cores (one
-/// partition on a machine of fewer than eight: no repartitioning of its rows between threads, 30 %
-/// less of a scoped pass's execution on the month lake), and its logical plan is optimised in one
-/// pass of DataFusion's optimizer rules instead of up to three (half the optimisation time; the
-/// same plans' execution times). docs/performance.md ("The rules one partition each") has the
-/// measures; the flags are the same (their evidence's sums to the last bits of a double: summed in
+/// partition on a machine of fewer than eight: no repartitioning of its rows between threads, the
+/// rules' execution in a scoped pass on the month lake 30 % shorter), and its logical plan is
+/// optimised in one pass of DataFusion's optimizer rules instead of up to three (half the
+/// optimisation time). docs/performance.md ("The rules without features during the features, one
+/// partition, the ring in one pipeline") has the measures; the flags are the same (their evidence's sums to the last bits of a double: summed in
 /// another order). In one pass, an equality that reaches a join only once the filters are pushed
 /// down stays the join's filter (a nested-loop join): a rule joins with `ON` or `IN`, and cross
 /// joins only tables of one row (docs/detection.md).
