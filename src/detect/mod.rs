@@ -495,7 +495,10 @@ async fn run_without_features(
     rules: &[Rule],
     overrides: &BTreeMap<String, String>,
 ) -> Result<(), DetectError> {
-    const FEATURES: [&str; 2] = ["account_features", "pair_features"];
+    let features = [
+        crate::features::account_table().name,
+        crate::features::pair_table().name,
+    ];
     let independent: Vec<&Rule> = {
         let cache = reusable().lock().unwrap_or_else(|p| p.into_inner());
         rules
@@ -503,7 +506,7 @@ async fn run_without_features(
             .filter(|r| {
                 cache
                     .get(&(snapshot.root().to_path_buf(), r.id.clone()))
-                    .is_some_and(|e| e.files.iter().all(|(t, _)| !FEATURES.contains(&t.as_str())))
+                    .is_some_and(|e| e.files.iter().all(|(t, _)| !features.contains(&t.as_str())))
             })
             .collect()
     };
