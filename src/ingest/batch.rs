@@ -473,10 +473,16 @@ impl Ctx<'_, '_, '_> {
                         line: line_no,
                         offset,
                     };
-                    match log::parse_line_detail(bytes) {
+                    // The text is checked once: a line that is not UTF-8 goes to the parser of
+                    // bytes, which words its reject as for any line.
+                    let text = std::str::from_utf8(bytes);
+                    let parsed = match text {
+                        Ok(text) => log::parse_str_detail(text),
+                        Err(_) => log::parse_line_detail(bytes),
+                    };
+                    match parsed {
                         Ok(parsed) => {
-                            // parse_line_detail checked UTF-8.
-                            let raw = std::str::from_utf8(bytes).unwrap_or_default();
+                            let raw = text.unwrap_or_default();
                             // Lines of a file mostly share their day: its key is made once.
                             let day = syntax::epoch_day(parsed.event.ts);
                             if key_day != Some(day) {

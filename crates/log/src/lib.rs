@@ -14,5 +14,5 @@ pub mod syntax;
 pub mod write;
 
 pub use event::*;
-pub use parse::{MAX_LINE_BYTES, Parsed, Reject, parse_line, parse_line_detail};
+pub use parse::{MAX_LINE_BYTES, Parsed, Reject, parse_line, parse_line_detail, parse_str_detail};
 pub use write::to_line;
