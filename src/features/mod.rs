@@ -1378,7 +1378,11 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<u64, FeaturesError> 
         source,
     })?;
     ParquetWriter::new(file)
-        .with_compression(ParquetCompression::Zstd(None))
+        // zstd's fastest level: the tables are written whole at every pass of the stream, and
+        // polars' default (level 3) took about a fifth longer for files about 5 % smaller.
+        .with_compression(ParquetCompression::Zstd(
+            polars::polars_utils::compression::ZstdLevel::try_new(1).ok(),
+        ))
         // Minimum, maximum and null count (what readers prune on); not the distinct counts, which
         // no reader here uses and which cost a hash of every value at every pass of the stream.
         .with_statistics(StatisticsOptions::default())
