@@ -1217,10 +1217,18 @@ mod tests {
         for l in text.lines().step_by(23) {
             assert_eq!(parse_str_detail(l), parse_line_detail(l.as_bytes()));
             assert!(parse_str_detail(l).is_ok(), "{l}");
+            // With a byte order mark, with the CR of a CRLF line end.
+            for framed in [format!("\u{feff}{l}"), format!("{l}\r")] {
+                assert_eq!(
+                    parse_str_detail(&framed),
+                    parse_line_detail(framed.as_bytes())
+                );
+                assert_eq!(parse_str_detail(&framed), parse_str_detail(l));
+            }
             // Each byte replaced, and the line cut: valid or rejected, the same result.
             let bytes = l.as_bytes();
             for at in (0..bytes.len()).step_by(3) {
-                for r in [b'"', b'}', b' ', b'x', b'\r', 0xef] {
+                for r in [b'"', b'}', b' ', b'x', b'\r'] {
                     let mut b = bytes.to_vec();
                     b[at] = r;
                     if let Ok(s) = std::str::from_utf8(&b) {
@@ -1228,7 +1236,9 @@ mod tests {
                         compared += 1;
                     }
                 }
-                assert_eq!(parse_str_detail(&l[..at]), parse_line_detail(&bytes[..at]));
+                if let Some(cut) = l.get(..at) {
+                    assert_eq!(parse_str_detail(cut), parse_line_detail(&bytes[..at]));
+                }
             }
         }
         assert!(compared > 10_000, "{compared}");
@@ -1251,6 +1261,15 @@ mod tests {
     fn a_key_twice_is_found_among_few_keys_and_among_many() {
         assert_eq!(first_duplicate(["", "a", ""].into_iter()), Some(""));
         assert_eq!(first_duplicate(["", "a"].into_iter()), None);
+        assert_eq!(first_duplicate(["a", "", "b"].into_iter()), None);
+        // The key that fills the stack is the first one the set holds: seen again, it is found.
+        let keys: Vec<String> = (0..=FEW_KEYS).map(|i| format!("k{i}")).collect();
+        let mut again: Vec<&str> = keys.iter().map(String::as_str).collect();
+        again.push(&keys[FEW_KEYS]);
+        assert_eq!(
+            first_duplicate(again.into_iter()),
+            Some(keys[FEW_KEYS].as_str())
+        );
         for n in [2usize, FEW_KEYS, FEW_KEYS + 1, 5000] {
             let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
             assert_eq!(
