@@ -1262,7 +1262,8 @@ mod tests {
         assert_eq!(first_duplicate(["", "a", ""].into_iter()), Some(""));
         assert_eq!(first_duplicate(["", "a"].into_iter()), None);
         assert_eq!(first_duplicate(["a", "", "b"].into_iter()), None);
-        // The key that fills the stack is the first one the set holds: seen again, it is found.
+        // The key that comes when the stack is full goes into the set with the others: seen again,
+        // it is found.
         let keys: Vec<String> = (0..=FEW_KEYS).map(|i| format!("k{i}")).collect();
         let mut again: Vec<&str> = keys.iter().map(String::as_str).collect();
         again.push(&keys[FEW_KEYS]);
