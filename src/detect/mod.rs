@@ -347,10 +347,13 @@ pub fn flagged_accounts(lake: &Lake) -> Result<std::collections::BTreeSet<String
 /// much of their time planning on one thread; two at a time keep both cores of a small machine
 /// busy, while the session's memory pool (shared by the rules running together) stays the bound.
 fn rules_at_once() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .clamp(1, 4)
+    cores().clamp(1, 4)
+}
+
+/// The machine's cores (2 when it cannot say): how many rules run at once, and the partitions each
+/// plans for.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// The tables the rules read from the process's cache of decoded columns
@@ -373,17 +376,17 @@ const DECODED_TABLES: &[&str] = &[
 /// rules' execution in a scoped pass on the month lake 30 % shorter), and its logical plan is
 /// optimised in one pass of DataFusion's optimizer rules instead of up to three (half the
 /// optimisation time). docs/performance.md ("The rules without features during the features, one
-/// partition, the ring in one pipeline") has the measures; the flags are the same (their evidence's sums to the last bits of a double: summed in
-/// another order). In one pass, an equality that reaches a join only once the filters are pushed
-/// down stays the join's filter (a nested-loop join): a rule joins with `ON` or `IN`, and cross
-/// joins only tables of one row (docs/detection.md).
+/// partition, the ring in one pipeline") has the measures; the flags are the same (their
+/// evidence's sums to the last bits of a double: summed in another order). In one pass, an
+/// equality that reaches a join only once the filters are pushed down stays the join's filter (a
+/// nested-loop join): a rule joins with `ON` or `IN`, and cross joins only tables of one row
+/// (docs/detection.md).
 async fn rule_session(
     snapshot: &crate::lake::Snapshot,
 ) -> Result<datafusion::prelude::SessionContext, DetectError> {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let limits = crate::lake::sql::Limits {
         decoded: DECODED_TABLES,
-        partitions: (cores / rules_at_once()).max(1),
+        partitions: (cores() / rules_at_once()).max(1),
         ..Default::default()
     };
     let ctx = crate::lake::sql::session(snapshot, &rule_tables(), limits)
