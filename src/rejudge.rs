@@ -11,7 +11,6 @@
 //! looks at it again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use serde::Serialize;
 
@@ -103,7 +102,7 @@ pub fn run(
     lake: &Lake,
     opts: &ReplayOptions,
     period: &Period,
-    rules_dir: &Path,
+    rules: &detect::rules::RuleSource,
     now_ms: i64,
 ) -> Result<RejudgeReport, RejudgeError> {
     let before = flags_of(lake)?;
@@ -114,7 +113,7 @@ pub fn run(
         .as_ref()
         .map(|r| r.players.iter().cloned().collect())
         .unwrap_or_default();
-    let detect = detect::run_scoped(lake, rules_dir, &Default::default(), Some(&accounts), false)?;
+    let detect = detect::run_scoped(lake, rules, &Default::default(), Some(&accounts), false)?;
     let after = flags_of(lake)?;
     let mut flags = Vec::new();
     for (id, b) in &before {

@@ -1,10 +1,11 @@
 //! `vigie detect`: account and pair features, then the detection rules into flags (and `--bench-scope`, its timing of scoped runs).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use vigie::detect::rules::RuleSource;
 use vigie::lake::Lake;
 
 use super::Ctx;
@@ -15,9 +16,9 @@ pub struct DetectArgs {
     /// Lake directory.
     #[arg(long, default_value = "data/lake")]
     lake: PathBuf,
-    /// Directory of the rule files.
-    #[arg(long, default_value = "queries/detect")]
-    rules: PathBuf,
+    /// Directory of rule files (default: the rules built into the binary).
+    #[arg(long, value_name = "DIR")]
+    rules: Option<PathBuf>,
     /// Print the run report as JSON on stdout.
     #[arg(long)]
     report_json: bool,
@@ -41,6 +42,7 @@ impl DetectArgs {
             repeat,
         } = self;
         let lake = super::open_existing(&lake)?;
+        let rules = RuleSource::from_arg(rules);
         if let Some(n) = bench_scope {
             return bench_detect(&lake, &rules, n, repeat.max(1));
         }
@@ -52,7 +54,7 @@ impl DetectArgs {
 }
 
 /// `vigie detect --bench-scope N`: times scoped detection runs as the streaming job makes them.
-fn bench_detect(lake: &Lake, rules: &Path, n: usize, repeat: usize) -> Result<ExitCode> {
+fn bench_detect(lake: &Lake, rules: &RuleSource, n: usize, repeat: usize) -> Result<ExitCode> {
     vigie::detect::run(lake, rules, &Default::default()).context("running detection")?;
     let accounts = vigie::features::feature_accounts(lake).context("reading accounts")?;
     if accounts.is_empty() || n == 0 {

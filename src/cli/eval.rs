@@ -16,9 +16,10 @@ pub struct EvalArgs {
     /// Lake directory.
     #[arg(long, default_value = "data/lake")]
     lake: PathBuf,
-    /// Directory of the rule files (for the behaviour each rule targets).
-    #[arg(long, default_value = "queries/detect")]
-    rules: PathBuf,
+    /// Directory of rule files (for the behaviour each rule targets; default: the rules built into
+    /// the binary).
+    #[arg(long, value_name = "DIR")]
+    rules: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -35,7 +36,7 @@ impl EvalArgs {
         } = self;
         let lake = super::open_existing(&lake)?;
         let labels = vigie::detect::eval::Labels::read(&labels)?;
-        let rules = vigie::detect::rules::load(&rules)?;
+        let rules = vigie::detect::rules::RuleSource::from_arg(rules).load()?;
         let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
         let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
         if json {

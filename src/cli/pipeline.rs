@@ -280,7 +280,7 @@ pub fn demo(
     )
     .context("replaying")?;
     println!("{}", r.summary_line());
-    let rules = PathBuf::from("queries/detect");
+    let rules = vigie::detect::rules::RuleSource::Builtin;
     let r = vigie::detect::run(&lake, &rules, &Default::default()).context("detecting")?;
     println!("{}", r.summary_line());
     // The engine analysis of the flagged accounts' rated draughts games (and of unusual win rates),
@@ -302,7 +302,7 @@ pub fn demo(
         println!("{}", r.summary_line());
     }
     let labels = vigie::detect::eval::Labels::read(&sim_dir.join("labels.json"))?;
-    let rules = vigie::detect::rules::load(&rules)?;
+    let rules = rules.load()?;
     let flags = vigie::detect::read_flags(&lake.snapshot()?)?;
     let ev = vigie::detect::eval::evaluate(&labels, &rules, &flags);
     for c in &ev.classes {

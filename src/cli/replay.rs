@@ -33,9 +33,10 @@ pub struct ReplayArgs {
     /// Last day of the period (default: the `--from` day).
     #[arg(long, value_parser = day, requires = "rejudge")]
     to: Option<String>,
-    /// Directory of the detection rules (with `--rejudge`).
-    #[arg(long, default_value = "queries/detect")]
-    rules: PathBuf,
+    /// Directory of detection rule files, with `--rejudge` (default: the rules built into the
+    /// binary).
+    #[arg(long, value_name = "DIR")]
+    rules: Option<PathBuf>,
 }
 
 /// A `YYYY-MM-DD` day.
@@ -71,8 +72,14 @@ impl ReplayArgs {
                 anyhow::bail!("--to {to} is before --from {from}");
             }
             let period = replay::run::Period { from, to };
-            let report = vigie::rejudge::run(&lake, &opts, &period, &rules, vigie::lake::now_ms())
-                .with_context(|| format!("re-judging {}", lake_dir.display()))?;
+            let report = vigie::rejudge::run(
+                &lake,
+                &opts,
+                &period,
+                &vigie::detect::rules::RuleSource::from_arg(rules),
+                vigie::lake::now_ms(),
+            )
+            .with_context(|| format!("re-judging {}", lake_dir.display()))?;
             super::print_report(report_json, &report, &report.summary_line())?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -25,9 +25,10 @@ pub struct ServeArgs {
     /// Enable `POST /ingest` (NDJSON pushed by game servers) with the bearer token in this file.
     #[arg(long)]
     ingest_token_file: Option<PathBuf>,
-    /// Detection rules directory (for the replay and detection that follow a push).
-    #[arg(long, default_value = "queries/detect")]
-    rules: PathBuf,
+    /// Directory of detection rule files for the replay and detection that follow a push (default:
+    /// the rules built into the binary).
+    #[arg(long, value_name = "DIR")]
+    rules: Option<PathBuf>,
     #[command(flatten)]
     sql: super::sql::ServeSqlArgs,
     #[command(flatten)]
@@ -61,7 +62,7 @@ impl ServeArgs {
                 Some(vigie::stream::push::PushConfig::new(
                     lake.clone(),
                     &token,
-                    rules,
+                    vigie::detect::rules::RuleSource::from_arg(rules),
                 ))
             }
             None => None,

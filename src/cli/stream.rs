@@ -22,9 +22,9 @@ pub struct StreamArgs {
     /// Least seconds between the starts of two detection runs (0: as soon as a replay lands).
     #[arg(long, default_value_t = 0.0)]
     detect_interval: f64,
-    /// Detection rules directory.
-    #[arg(long, default_value = "queries/detect")]
-    rules: PathBuf,
+    /// Directory of detection rule files (default: the rules built into the binary).
+    #[arg(long, value_name = "DIR")]
+    rules: Option<PathBuf>,
     /// Catch up with the directory, then exit.
     #[arg(long)]
     once: bool,
@@ -76,7 +76,10 @@ impl StreamArgs {
             );
         }
         let lake = super::open(&lake)?;
-        let mut opts = vigie::stream::StreamOptions::new(follow, rules);
+        let mut opts = vigie::stream::StreamOptions::new(
+            follow,
+            vigie::detect::rules::RuleSource::from_arg(rules),
+        );
         opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
         opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
         opts.once = once;

@@ -8,7 +8,6 @@ pub mod eval;
 pub mod rules;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::DataType;
@@ -133,13 +132,13 @@ pub fn flag_id(account: &str, rule: &str, window: &str) -> String {
     crate::lake::hex(&d[..8])
 }
 
-/// Runs features and every rule of `rules_dir`, and commits the flags (when anything changed).
+/// Runs features and every rule of `rules`, and commits the flags (when anything changed).
 pub fn run(
     lake: &Lake,
-    rules_dir: &Path,
+    rules: &rules::RuleSource,
     overrides: &BTreeMap<String, String>,
 ) -> Result<DetectReport, DetectError> {
-    run_scoped(lake, rules_dir, overrides, None, false)
+    run_scoped(lake, rules, overrides, None, false)
 }
 
 /// [`run`], recomputing the features of the accounts of `scope` only
@@ -147,13 +146,13 @@ pub fn run(
 /// `force` runs even when nothing changed since the last run (benchmarks).
 pub fn run_scoped(
     lake: &Lake,
-    rules_dir: &Path,
+    source: &rules::RuleSource,
     overrides: &BTreeMap<String, String>,
     scope: Option<&std::collections::BTreeSet<String>>,
     force: bool,
 ) -> Result<DetectReport, DetectError> {
     let started = std::time::Instant::now();
-    let rules = rules::load(rules_dir)?;
+    let rules = source.load()?;
     let fingerprint = {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();

@@ -182,17 +182,53 @@ fn utc_date_literal(ms: i64) -> String {
     format!("DATE '{}'", crate::log::syntax::date_of(ms))
 }
 
-/// The default rules directory (relative to the working directory).
-pub const DEFAULT_DIR: &str = "queries/detect";
+/// Where the rules come from: the files shipped inside the binary, or a directory of rule files.
+///
+/// The CLI's `--rules DIR` gives a directory; without it every command runs the shipped rules,
+/// wherever it is started from (a `queries/detect` in the working directory is not looked at).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum RuleSource {
+    /// The rules built into the binary ([`BUILTIN`]).
+    #[default]
+    Builtin,
+    /// Every `*.sql` file of this directory ([`load_dir`]).
+    Dir(PathBuf),
+}
 
-/// Loads the rules of `dir`; the default directory, when absent (the binary run from elsewhere),
-/// means the rules shipped with the binary.
-pub fn load(dir: &Path) -> Result<Vec<Rule>, RuleError> {
-    if dir == Path::new(DEFAULT_DIR) && !dir.exists() {
-        tracing::info!("{DEFAULT_DIR} not found here: running the rules built into the binary");
-        return builtin();
+impl RuleSource {
+    /// `--rules DIR` when given, else the shipped rules.
+    pub fn from_arg(dir: Option<PathBuf>) -> RuleSource {
+        dir.map_or(RuleSource::Builtin, RuleSource::Dir)
     }
-    load_dir(dir)
+
+    /// Parses the rules.
+    pub fn load(&self) -> Result<Vec<Rule>, RuleError> {
+        match self {
+            RuleSource::Builtin => builtin(),
+            RuleSource::Dir(dir) => load_dir(dir),
+        }
+    }
+}
+
+impl From<PathBuf> for RuleSource {
+    fn from(dir: PathBuf) -> RuleSource {
+        RuleSource::Dir(dir)
+    }
+}
+
+impl From<&Path> for RuleSource {
+    fn from(dir: &Path) -> RuleSource {
+        RuleSource::Dir(dir.to_path_buf())
+    }
+}
+
+impl std::fmt::Display for RuleSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuleSource::Builtin => f.write_str("the rules built into the binary"),
+            RuleSource::Dir(dir) => write!(f, "{}", dir.display()),
+        }
+    }
 }
 
 /// Loads every `*.sql` rule of a directory, sorted by file name.
@@ -263,7 +299,7 @@ pub const BUILTIN: [(&str, &str); 10] = [
     ),
 ];
 
-/// The shipped rules, parsed (what [`load`] falls back to).
+/// The shipped rules, parsed ([`RuleSource::Builtin`]).
 pub fn builtin() -> Result<Vec<Rule>, RuleError> {
     BUILTIN
         .iter()

@@ -84,8 +84,8 @@ pub struct StreamOptions {
     pub follow: PathBuf,
     /// Time between two looks at the directory (and so between commits).
     pub commit_interval: Duration,
-    /// Detection rules directory.
-    pub rules_dir: PathBuf,
+    /// The detection rules.
+    pub rules: crate::detect::rules::RuleSource,
     /// Least time between the starts of two detection runs.
     pub detect_interval: Duration,
     /// Compact a partition once it has this many small files.
@@ -145,11 +145,11 @@ impl StreamAnalysis {
 }
 
 impl StreamOptions {
-    pub fn new(follow: PathBuf, rules_dir: PathBuf) -> StreamOptions {
+    pub fn new(follow: PathBuf, rules: crate::detect::rules::RuleSource) -> StreamOptions {
         StreamOptions {
             follow,
             commit_interval: Duration::from_secs(1),
-            rules_dir,
+            rules,
             detect_interval: Duration::ZERO,
             compact_min_files: 32,
             once: false,
@@ -312,7 +312,7 @@ pub const ACCOUNT_SLICES: usize = 128;
 /// last pass (`force`) recomputes everything, as a batch run would.
 #[derive(Debug)]
 pub struct Derive {
-    rules_dir: PathBuf,
+    rules: crate::detect::rules::RuleSource,
     detect_interval: Duration,
     threads: usize,
     last_detect: Option<Instant>,
@@ -326,9 +326,13 @@ pub struct Derive {
 }
 
 impl Derive {
-    pub fn new(rules_dir: PathBuf, detect_interval: Duration, threads: usize) -> Derive {
+    pub fn new(
+        rules: crate::detect::rules::RuleSource,
+        detect_interval: Duration,
+        threads: usize,
+    ) -> Derive {
         Derive {
-            rules_dir,
+            rules,
             detect_interval,
             threads,
             last_detect: None,
@@ -396,7 +400,7 @@ impl Derive {
             });
             let d = match crate::detect::run_scoped(
                 lake,
-                &self.rules_dir,
+                &self.rules,
                 &Default::default(),
                 scope.as_ref(),
                 false,
@@ -924,7 +928,7 @@ fn derive_loop(
     pause: Option<&AtomicBool>,
 ) -> Result<StreamReport, StreamError> {
     let mut report = StreamReport::default();
-    let mut derive = Derive::new(opts.rules_dir.clone(), opts.detect_interval, opts.threads);
+    let mut derive = Derive::new(opts.rules.clone(), opts.detect_interval, opts.threads);
     let mut since_compaction = 0u64;
     let mut finish = false;
     // Whether the last pass took commits: while lines keep coming, the next pass pulls at once
@@ -1093,7 +1097,7 @@ mod tests {
         std::fs::write(&log, first.join("\n") + "\n").unwrap();
         let lake = Lake::open(dir.path().join("lake")).unwrap();
         // An hour between two commits: only a pull commits the second half in this test.
-        let mut opts = StreamOptions::new(follow, PathBuf::from("unused"));
+        let mut opts = StreamOptions::new(follow, crate::detect::rules::RuleSource::Builtin);
         opts.commit_interval = Duration::from_secs(3600);
         let (stop, pull) = (AtomicBool::new(false), AtomicU64::new(0));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -1146,7 +1150,7 @@ mod tests {
             "-- id: broken\n-- title: Broken\n-- catches: nothing\n-- why: a test\n-- severity: low\n-- action: review\nSELECT account, '30d' AS \"window\", 1.0 AS score FROM no_such_table\n",
         )
         .unwrap();
-        let mut derive = Derive::new(rules, Duration::ZERO, 1);
+        let mut derive = Derive::new(rules.into(), Duration::ZERO, 1);
         let mut report = StreamReport::default();
         derive.run(&lake, false, &mut report).unwrap();
         assert_eq!((report.replays, report.detect_errors), (1, 1));

@@ -36,16 +36,16 @@ pub struct PushConfig {
     pub lake: PathBuf,
     /// SHA-256 of the bearer token.
     pub token_sha256: [u8; 32],
-    pub rules_dir: PathBuf,
+    pub rules: crate::detect::rules::RuleSource,
     pub detect_interval: Duration,
 }
 
 impl PushConfig {
-    pub fn new(lake: PathBuf, token: &str, rules_dir: PathBuf) -> PushConfig {
+    pub fn new(lake: PathBuf, token: &str, rules: crate::detect::rules::RuleSource) -> PushConfig {
         PushConfig {
             lake,
             token_sha256: Sha256::digest(token.trim().as_bytes()).into(),
-            rules_dir,
+            rules,
             detect_interval: Duration::from_secs(2),
         }
     }
@@ -65,7 +65,7 @@ struct PushState {
 
 /// The router of `POST /ingest`.
 pub fn router(cfg: PushConfig) -> Router {
-    let derive = Derive::new(cfg.rules_dir.clone(), cfg.detect_interval, 2);
+    let derive = Derive::new(cfg.rules.clone(), cfg.detect_interval, 2);
     let state = PushState {
         cfg: Arc::new(cfg),
         commit: Arc::new(tokio::sync::Mutex::new(())),

@@ -67,7 +67,9 @@ fn analysis_judges_every_move_of_the_selected_games_once() {
     assert_eq!(distinct[0][0], distinct[0][1]);
     assert_eq!(distinct[0][2], "4");
     // Detection sees the analysis move: it runs again instead of "nothing changed".
-    let rules = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect");
+    let rules: vigie::detect::rules::RuleSource = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("queries/detect")
+        .into();
     let d = vigie::detect::run(&lake, &rules, &Default::default()).unwrap();
     assert!(d.version.is_some(), "{d:?}");
     let again = vigie::detect::run(&lake, &rules, &Default::default()).unwrap();

@@ -243,8 +243,12 @@ pub fn sample_lake() -> &'static Path {
         quiet_ingest(&dir, &root.join("data/sample"));
         quiet_replay(&dir);
         let lake = vigie::catalog::open(&dir).expect("open lake");
-        vigie::detect::run(&lake, &root.join("queries/detect"), &Default::default())
-            .expect("detect on the sample");
+        vigie::detect::run(
+            &lake,
+            &root.join("queries/detect").into(),
+            &Default::default(),
+        )
+        .expect("detect on the sample");
         dir
     })
 }

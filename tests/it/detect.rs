@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 use vigie::lake::Lake;
 use vigie::lake::tables::TableDef;
 
-fn rules_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect")
+fn rules_dir() -> vigie::detect::rules::RuleSource {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("queries/detect")
+        .into()
 }
 
 /// Writes rows (JSON objects keyed by column) as one file of a lake table.
@@ -313,7 +315,7 @@ fn flags_of(lake: &Lake) -> BTreeMap<String, Vec<(String, String)>> {
 }
 
 fn evaluate(lake: &Lake) -> Vec<vigie::detect::FlagRow> {
-    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let rules = rules_dir().load().unwrap();
     let snapshot = lake.snapshot().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -336,7 +338,7 @@ fn evaluate(lake: &Lake) -> Vec<vigie::detect::FlagRow> {
 #[test]
 fn a_rule_is_reused_only_while_the_files_it_reads_are_the_same() {
     let (_dir, lake) = crafted();
-    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let rules = rules_dir().load().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -538,7 +540,7 @@ async fn sorted_rows(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Ve
 fn rules_return_the_same_rows_with_their_window_end_as_a_literal() {
     let (_dir, lake) = crafted();
     let snapshot = lake.snapshot().unwrap();
-    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let rules = rules_dir().load().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -583,7 +585,7 @@ fn rules_return_the_same_rows_with_their_window_end_as_a_literal() {
 
 #[test]
 fn every_rule_file_has_a_complete_header() {
-    let rules = vigie::detect::rules::load_dir(&rules_dir()).unwrap();
+    let rules = rules_dir().load().unwrap();
     assert!(rules.len() >= 9);
     for r in &rules {
         assert!(
@@ -1181,4 +1183,52 @@ fn features_read_game_players_files_written_before_the_prestall_counts() {
     let scope: std::collections::BTreeSet<String> = ["a".to_owned()].into();
     vigie::features::run_scoped(&lake, Some(&scope)).unwrap();
     assert_eq!(read(), vec![vec!["a", "14", "4"], vec!["b", "6", "0"]]);
+}
+
+/// Without `--rules` the CLI runs the rules built into the binary, wherever it is started from: a
+/// `queries/detect` in the working directory is not read; `--rules DIR` runs that directory's.
+#[test]
+fn the_cli_runs_the_built_in_rules_unless_given_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    crate::common::copy_dir(crate::common::sample_lake(), &lake);
+    // A working directory with a rule of its own, which flags every account.
+    let cwd = dir.path().join("elsewhere");
+    let own = cwd.join("queries/detect");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(
+        own.join("everyone.sql"),
+        "-- id: everyone\n-- title: Everyone\n-- catches: every account\n-- why: a test\n-- severity: low\n-- action: review\nSELECT account, \"window\", 1.0 AS score FROM account_features\n",
+    )
+    .unwrap();
+    let detect = |extra: &[&str]| {
+        let out = std::process::Command::new(crate::common::vigie_bin())
+            .current_dir(&cwd)
+            .env("VIGIE_LOG", "warn")
+            .args(["-q", "detect", "--lake", lake.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let l = vigie::catalog::open(&lake).unwrap();
+        let flags = vigie::detect::read_flags(&l.snapshot().unwrap()).unwrap();
+        flags
+            .into_iter()
+            .map(|f| f.rule)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let builtin: std::collections::BTreeSet<String> = vigie::detect::rules::builtin()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    let rules = detect(&[]);
+    assert!(!rules.contains("everyone"), "{rules:?}");
+    assert!(rules.is_subset(&builtin), "{rules:?}");
+    let rules = detect(&["--rules", own.to_str().unwrap()]);
+    assert_eq!(rules.into_iter().collect::<Vec<_>>(), ["everyone"]);
 }

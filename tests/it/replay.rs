@@ -1261,7 +1261,7 @@ mod rejudge {
         let lake = simulated_lake(&opts, dir);
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let l = vigie::catalog::open(&lake).unwrap();
-        vigie::detect::run(&l, &root.join("queries/detect"), &Default::default()).unwrap();
+        vigie::detect::run(&l, &root.join("queries/detect").into(), &Default::default()).unwrap();
         let state = l.state().unwrap();
         let days: BTreeSet<String> = state
             .table_files("games")
@@ -1452,7 +1452,7 @@ mod rejudge {
         let dir = tempfile::tempdir().unwrap();
         let (lake, day) = lake(dir.path());
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let rules = root.join("queries/detect");
+        let rules = root.join("queries/detect").into();
         let truth = flags(&lake);
         let l = vigie::catalog::open(&lake).unwrap();
         let flagged: BTreeSet<String> = vigie::detect::read_flags(&l.snapshot().unwrap())

@@ -52,9 +52,10 @@ async fn session() -> Result<SessionContext, DataFusionError> {
         let view = ctx.sql(&sql).await?.into_view();
         ctx.register_table(format!("report_{name}"), view)?;
     }
-    let rules =
-        vigie::detect::rules::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect"))
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let rules = vigie::detect::rules::load_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("queries/detect"),
+    )
+    .map_err(|e| DataFusionError::External(Box::new(e)))?;
     for rule in rules {
         let view = ctx.sql(&rule.render(&BTreeMap::new())).await?.into_view();
         ctx.register_table(format!("rule_{}", rule.id), view)?;

@@ -375,7 +375,7 @@ fn push_app(tag: &str) -> (PathBuf, axum::Router) {
     let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
         lake.clone(),
         PUSH_TOKEN,
-        root().join("queries/detect"),
+        root().join("queries/detect").into(),
     ));
     (lake, app)
 }
@@ -538,7 +538,7 @@ fn the_stream_analyses_games_in_the_background_and_detects_again() {
     let (_, follow, lake_dir) = fresh_dirs("stream-analysis");
     std::fs::copy(crate::common::shared_sample(), follow.join("s.jsonl")).unwrap();
     let lake = vigie::catalog::open(&lake_dir).unwrap();
-    let mut opts = vigie::stream::StreamOptions::new(follow, root().join("queries/detect"));
+    let mut opts = vigie::stream::StreamOptions::new(follow, root().join("queries/detect").into());
     opts.commit_interval = Duration::from_millis(50);
     opts.detect_interval = Duration::from_millis(200);
     // Every eligible game, small budgets (the test binary is not optimised), the whole core.

@@ -1036,7 +1036,7 @@ fn accounts_of_any_text_are_ingested_flagged_and_linked() {
     );
     let l = vigie::catalog::open(&lake).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    vigie::detect::run(&l, &root.join("queries/detect"), &Default::default()).unwrap();
+    vigie::detect::run(&l, &root.join("queries/detect").into(), &Default::default()).unwrap();
     let flag = crate::common::sql_first(
         &lake,
         &format!(
