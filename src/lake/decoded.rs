@@ -14,7 +14,9 @@
 //! the listing table does), and serves them from memory; every filter is applied above the scan
 //! by DataFusion. The cache holds at most [`BUDGET_BYTES`]; a column no scan asked for in the
 //! last [`KEEP_SCANS`] scans goes first when room is needed, a column of a file no longer in the
-//! table's snapshot is dropped at the next scan of that table, and when the live columns outgrow
+//! table's snapshot is dropped at the next scan of that table, a column no scan asked for in the
+//! last [`DROP_SCANS`] scans (a day the window moved past) is dropped though the budget is not
+//! spent, so that what the cache holds follows the window the rules read, and when the live columns outgrow
 //! the budget the others are decoded per scan and not kept (a cache that never thrashes). Files
 //! are also skipped on the latest `ts` the manifest records for each, for the filters on `ts` of
 //! the rules that read `departures` and `findings` by time. Left: the columns are decoded while
@@ -48,6 +50,13 @@ pub const BUDGET_BYTES: usize = 256 << 20;
 /// A column used by one of the last this many scans is never evicted to make room (a pass's
 /// rules make about fifteen scans).
 pub const KEEP_SCANS: u64 = 64;
+
+/// A column no scan used in the last this many scans is dropped at the next scan, whatever room is
+/// left: the columns of days the rules' windows moved past are used by no scan again (their files
+/// stay live), and a streaming pass makes about fifteen scans, so this is about seventy passes
+/// (a minute of the stream). Before, they stayed until the budget was spent, and the cache grew by
+/// about 2 MiB a minute over a 30-minute stream (docs/performance.md, run U).
+pub const DROP_SCANS: u64 = 1024;
 
 /// One column of one lake file: the file's table, absolute path and size on disk (a path is never
 /// reused; the size makes a mistaken reuse a miss rather than wrong data), and the column.
@@ -118,17 +127,22 @@ impl ColumnCache {
     }
 
     /// Starts a scan of `table` whose live files are `live`: drops the columns of the table's
-    /// files that are not live any more, and returns the scan's number.
+    /// files that are not live any more and the columns no scan used in the last [`DROP_SCANS`]
+    /// scans, and returns the scan's number.
     fn begin_scan(&self, table: &str, live: &[(PathBuf, u64)]) -> u64 {
         let mut g = self.lock();
         g.scans += 1;
+        let scan = g.scans;
         let live: std::collections::HashSet<(&PathBuf, u64)> =
             live.iter().map(|(p, b)| (p, *b)).collect();
         let dead: Vec<ColumnKey> = g
             .entries
-            .keys()
-            .filter(|k| k.table == table && !live.contains(&(&k.path, k.bytes)))
-            .cloned()
+            .iter()
+            .filter(|(k, e)| {
+                (k.table == table && !live.contains(&(&k.path, k.bytes)))
+                    || e.used + DROP_SCANS < scan
+            })
+            .map(|(k, _)| k.clone())
             .collect();
         for k in dead {
             if let Some(e) = g.entries.remove(&k) {
@@ -950,5 +964,37 @@ mod tests {
         // A column larger than a quarter of the budget is never kept.
         cache.put(key(7), &array(2000), late);
         assert!(cache.get(&[key(7)], late)[0].is_none());
+    }
+
+    #[test]
+    fn a_column_no_scan_used_lately_is_dropped_though_the_budget_is_not_spent() {
+        let array: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![7i64; 100]));
+        let one = array.get_array_memory_size();
+        let cache = ColumnCache::new(one * 100);
+        let key = |i: usize| ColumnKey {
+            table: "t",
+            path: PathBuf::from(format!("f{i}")),
+            bytes: 1,
+            column: 0,
+        };
+        let live = [(PathBuf::from("f0"), 1), (PathBuf::from("f1"), 1)];
+        let first = cache.begin_scan("t", &live);
+        cache.put(key(0), &array, first);
+        cache.put(key(1), &array, first);
+        // Scans of another table; key 1 is read now and then, key 0 never again.
+        let mut scan = first;
+        while scan < first + DROP_SCANS {
+            scan = cache.begin_scan("u", &[]);
+            if scan % 100 == 0 {
+                assert!(cache.get(&[key(1)], scan)[0].is_some());
+            }
+        }
+        // Both still held after exactly DROP_SCANS scans.
+        assert_eq!(cache.stats().held_bytes, 2 * one);
+        let scan = cache.begin_scan("u", &[]);
+        assert_eq!(scan, first + DROP_SCANS + 1);
+        assert_eq!(cache.stats().held_bytes, one);
+        let found = cache.get(&[key(0), key(1)], scan);
+        assert!(found[0].is_none() && found[1].is_some());
     }
 }
