@@ -14,9 +14,10 @@
 //! the listing table does), and serves them from memory; every filter is applied above the scan
 //! by DataFusion. The cache holds at most [`BUDGET_BYTES`]; a column no scan asked for in the
 //! last [`KEEP_SCANS`] scans goes first when room is needed, a column of a file no longer in the
-//! table's snapshot is dropped at the next scan of that table, a column no scan asked for in the
-//! last [`DROP_SCANS`] scans (a day the window moved past) is dropped though the budget is not
-//! spent, so that what the cache holds follows the window the rules read, and when the live columns outgrow
+//! table's snapshot is dropped at the next scan of that table, a column that none of the last
+//! [`DROP_SCANS`] scans of its table asked for (a day the rules' windows moved past) is dropped
+//! though the budget is not spent, so that what the cache holds follows the windows the rules
+//! read, and when the live columns outgrow
 //! the budget the others are decoded per scan and not kept (a cache that never thrashes). Files
 //! are also skipped on the latest `ts` the manifest records for each, for the filters on `ts` of
 //! the rules that read `departures` and `findings` by time. Left: the columns are decoded while
@@ -51,12 +52,14 @@ pub const BUDGET_BYTES: usize = 256 << 20;
 /// rules make about fifteen scans).
 pub const KEEP_SCANS: u64 = 64;
 
-/// A column no scan used in the last this many scans is dropped at the next scan, whatever room is
-/// left: the columns of days the rules' windows moved past are used by no scan again (their files
-/// stay live), and a streaming pass makes about fifteen scans, so this is about seventy passes
-/// (a minute of the stream). Before, they stayed until the budget was spent, and the cache grew by
-/// about 2 MiB a minute over a 30-minute stream (docs/performance.md, run U).
-pub const DROP_SCANS: u64 = 1024;
+/// A column that none of the last this many scans of its table used is dropped at the next scan of
+/// that table, whatever room is left: the columns of days the rules' windows moved past are used by
+/// no scan again (their files stay live). Counted per table, so that the columns of a table only
+/// a rule whose result is reused reads (`move_analysis`) stay while no scan of it runs. A pass of
+/// the stream scans a table 1 to 7 times. Before, such columns stayed until the budget was spent,
+/// and the cache grew by about 2 MiB a minute over a 30-minute stream (136 -> 198 MiB in run T,
+/// docs/performance.md).
+pub const DROP_SCANS: u64 = 256;
 
 /// One column of one lake file: the file's table, absolute path and size on disk (a path is never
 /// reused; the size makes a mistaken reuse a miss rather than wrong data), and the column.
@@ -74,6 +77,8 @@ struct Entry {
     size: usize,
     /// The scan that last used it.
     used: u64,
+    /// The scan of its table that last used it (the table's count of scans then).
+    table_used: u64,
 }
 
 /// The cache's counters since the process started.
@@ -98,6 +103,8 @@ struct Inner {
     entries: HashMap<ColumnKey, Entry>,
     held: usize,
     scans: u64,
+    /// Scans begun per table.
+    table_scans: HashMap<String, u64>,
     hits: u64,
     misses: u64,
 }
@@ -127,20 +134,23 @@ impl ColumnCache {
     }
 
     /// Starts a scan of `table` whose live files are `live`: drops the columns of the table's
-    /// files that are not live any more and the columns no scan used in the last [`DROP_SCANS`]
-    /// scans, and returns the scan's number.
+    /// files that are not live any more and those none of the table's last [`DROP_SCANS`] scans
+    /// used, and returns the scan's number.
     fn begin_scan(&self, table: &str, live: &[(PathBuf, u64)]) -> u64 {
         let mut g = self.lock();
         g.scans += 1;
-        let scan = g.scans;
+        let count = g.table_scans.entry(table.to_string()).or_insert(0);
+        *count += 1;
+        let table_scan = *count;
         let live: std::collections::HashSet<(&PathBuf, u64)> =
             live.iter().map(|(p, b)| (p, *b)).collect();
         let dead: Vec<ColumnKey> = g
             .entries
             .iter()
             .filter(|(k, e)| {
-                (k.table == table && !live.contains(&(&k.path, k.bytes)))
-                    || e.used + DROP_SCANS < scan
+                k.table == table
+                    && (!live.contains(&(&k.path, k.bytes))
+                        || e.table_used + DROP_SCANS < table_scan)
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -155,12 +165,15 @@ impl ColumnCache {
     /// The cached columns among `keys` (in their order; `None` where missing), marked as used by
     /// scan `scan`.
     fn get(&self, keys: &[ColumnKey], scan: u64) -> Vec<Option<ArrayRef>> {
-        let mut g = self.lock();
+        let mut guard = self.lock();
+        let g = &mut *guard;
         let found: Vec<Option<ArrayRef>> = keys
             .iter()
             .map(|k| {
+                let table_scan = g.table_scans.get(k.table).copied().unwrap_or(0);
                 g.entries.get_mut(k).map(|e| {
-                    e.used = scan;
+                    e.used = e.used.max(scan);
+                    e.table_used = e.table_used.max(table_scan);
                     Arc::clone(&e.array)
                 })
             })
@@ -203,12 +216,14 @@ impl ColumnCache {
             }
         }
         g.held += size;
+        let table_used = g.table_scans.get(key.table).copied().unwrap_or(0);
         g.entries.insert(
             key,
             Entry {
                 array: Arc::clone(array),
                 size,
                 used: scan,
+                table_used,
             },
         );
     }
@@ -967,34 +982,43 @@ mod tests {
     }
 
     #[test]
-    fn a_column_no_scan_used_lately_is_dropped_though_the_budget_is_not_spent() {
+    fn a_column_its_tables_recent_scans_did_not_use_is_dropped_though_the_budget_is_not_spent() {
         let array: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![7i64; 100]));
         let one = array.get_array_memory_size();
         let cache = ColumnCache::new(one * 100);
-        let key = |i: usize| ColumnKey {
-            table: "t",
-            path: PathBuf::from(format!("f{i}")),
+        let key = |table: &'static str, i: usize| ColumnKey {
+            table,
+            path: PathBuf::from(format!("{table}{i}")),
             bytes: 1,
             column: 0,
         };
-        let live = [(PathBuf::from("f0"), 1), (PathBuf::from("f1"), 1)];
-        let first = cache.begin_scan("t", &live);
-        cache.put(key(0), &array, first);
-        cache.put(key(1), &array, first);
-        // Scans of another table; key 1 is read now and then, key 0 never again.
-        let mut scan = first;
-        while scan < first + DROP_SCANS {
-            scan = cache.begin_scan("u", &[]);
-            if scan % 100 == 0 {
-                assert!(cache.get(&[key(1)], scan)[0].is_some());
+        let live = |table: &str| {
+            [
+                (PathBuf::from(format!("{table}0")), 1),
+                (PathBuf::from(format!("{table}1")), 1),
+            ]
+        };
+        let first = cache.begin_scan("t", &live("t"));
+        cache.put(key("t", 0), &array, first);
+        cache.put(key("t", 1), &array, first);
+        // A table no scan reads for a long while (a reused rule's): its column stays.
+        let other = cache.begin_scan("u", &live("u"));
+        cache.put(key("u", 0), &array, other);
+        // Scans of "t": key 1 is read now and then, key 0 never again.
+        for n in 1..=DROP_SCANS {
+            let scan = cache.begin_scan("t", &live("t"));
+            if n % 100 == 0 {
+                assert!(cache.get(&[key("t", 1)], scan)[0].is_some());
             }
         }
-        // Both still held after exactly DROP_SCANS scans.
+        // Still held at the start of the DROP_SCANS-th scan of "t" since the one that used both.
+        assert_eq!(cache.stats().held_bytes, 3 * one);
+        let scan = cache.begin_scan("t", &live("t"));
         assert_eq!(cache.stats().held_bytes, 2 * one);
-        let scan = cache.begin_scan("u", &[]);
-        assert_eq!(scan, first + DROP_SCANS + 1);
-        assert_eq!(cache.stats().held_bytes, one);
-        let found = cache.get(&[key(0), key(1)], scan);
-        assert!(found[0].is_none() && found[1].is_some());
+        let found = cache.get(&[key("t", 0), key("t", 1), key("u", 0)], scan);
+        assert!(found[0].is_none() && found[1].is_some() && found[2].is_some());
+        // The next scan of "u" does not drop its column either: "u" had one scan since.
+        let scan = cache.begin_scan("u", &live("u"));
+        assert!(cache.get(&[key("u", 0)], scan)[0].is_some());
     }
 }
