@@ -7,7 +7,9 @@ For every seed and every subtlety, simulates a platform with honest look-alikes
 a fresh lake, and reads `vigie eval --json`. Prints one table per seed (recall of
 each behaviour class at each subtlety, pooled precision and recall, honest
 look-alikes flagged, honest accounts block-recommended) and writes everything as
-JSON with --out. Thresholds are tuned on one seed; report the others.
+JSON with --out. Thresholds are tuned on one seed; report the others. The rules are those
+built into the `--vigie` binary (to score other rule files, run `vigie detect --rules DIR` and
+`vigie eval --rules DIR` on the lakes kept with --keep).
 
     python3 scripts/detection_curve.py --vigie target/release/vigie --work /tmp/curve \
         --seeds 11 12 --subtlety 0 0.5 1 --out docs/detection-curve.json

@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--accounts", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=9001)
     ap.add_argument("--start", default="2026-08-01")
-    ap.add_argument("--rules", default="queries/detect")
+    ap.add_argument("--rules", help="directory of rule files (default: the rules built into the binary)")
     ap.add_argument("--skip", action="append", default=[])
     args = ap.parse_args()
     v = args.vigie
@@ -89,7 +89,8 @@ def main():
     n, lo, hi = events_in(v, lake)
     print(json.dumps({"lake": lake, "events": n, "from": lo, "to": hi}), flush=True)
     stage("replay", [v, "-q", "replay", "--lake", lake], events=n)
-    stage("detect", [v, "-q", "detect", "--lake", lake, "--rules", args.rules])
+    rules = ["--rules", args.rules] if args.rules else []
+    stage("detect", [v, "-q", "detect", "--lake", lake] + rules)
     stage("report", [v, "-q", "report", "--lake", lake, "--from", lo, "--to", hi,
                      "--out", os.path.join(args.work, "bundle")])
     # One more day arrives in a followed directory: the streaming job catches up once.
@@ -101,11 +102,11 @@ def main():
                         "--days", "1", "--games-per-day", str(args.games_per_day),
                         "--accounts", str(args.accounts), "--start", nxt],
                        check=True, stdout=subprocess.DEVNULL)
-        stage("stream_once", [v, "-q", "stream", "--lake", lake, "--follow", follow, "--once",
-                              "--rules", args.rules])
+        stage("stream_once", [v, "-q", "stream", "--lake", lake, "--follow", follow, "--once"]
+              + rules)
     week_end = dt.date.fromisoformat(lo) + dt.timedelta(days=6)
     stage("rejudge_week", [v, "-q", "replay", "--lake", lake, "--rejudge", "--from", lo,
-                           "--to", week_end.isoformat(), "--rules", args.rules])
+                           "--to", week_end.isoformat()] + rules)
     with open(os.path.join(args.work, "scale.json"), "w") as f:
         json.dump({"events": n, "from": lo, "to": hi, "stages": results}, f, indent=1)
 

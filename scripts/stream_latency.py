@@ -107,7 +107,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rate", type=int, default=10000)
     ap.add_argument("--seconds", type=int, default=300)
-    ap.add_argument("--rules", default="queries/detect")
+    ap.add_argument("--rules", help="directory of rule files (default: the rules built into the binary)")
     ap.add_argument("--lake-from", help="copy this lake as the starting lake")
     ap.add_argument("--lake", help="stream into this lake in place (it is not removed)")
     ap.add_argument("--stream-args", default="",
@@ -124,7 +124,8 @@ def main():
 
     errlog = open(os.path.join(args.work, "stream.log"), "wb")
     proc = subprocess.Popen(
-        [args.vigie, "stream", "--follow", follow, "--lake", lake, "--rules", args.rules]
+        [args.vigie, "stream", "--follow", follow, "--lake", lake]
+        + (["--rules", args.rules] if args.rules else [])
         + args.stream_args.split(),
         stdout=subprocess.DEVNULL,
         stderr=errlog,

@@ -35,7 +35,7 @@ pub struct ReplayArgs {
     to: Option<String>,
     /// Directory of detection rule files, with `--rejudge` (default: the rules built into the
     /// binary).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "rejudge")]
     rules: Option<PathBuf>,
 }
 

@@ -27,7 +27,7 @@ pub struct ServeArgs {
     ingest_token_file: Option<PathBuf>,
     /// Directory of detection rule files for the replay and detection that follow a push (default:
     /// the rules built into the binary).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "ingest_token_file")]
     rules: Option<PathBuf>,
     #[command(flatten)]
     sql: super::sql::ServeSqlArgs,

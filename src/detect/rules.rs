@@ -222,15 +222,6 @@ impl From<&Path> for RuleSource {
     }
 }
 
-impl std::fmt::Display for RuleSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RuleSource::Builtin => f.write_str("the rules built into the binary"),
-            RuleSource::Dir(dir) => write!(f, "{}", dir.display()),
-        }
-    }
-}
-
 /// Loads every `*.sql` rule of a directory, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Rule>, RuleError> {
     let io = |source| RuleError::Io {

@@ -1201,11 +1201,18 @@ fn the_cli_runs_the_built_in_rules_unless_given_a_directory() {
         "-- id: everyone\n-- title: Everyone\n-- catches: every account\n-- why: a test\n-- severity: low\n-- action: review\nSELECT account, \"window\", 1.0 AS score FROM account_features\n",
     )
     .unwrap();
+    // The report (whether anything ran) and the rules of the flags after it.
     let detect = |extra: &[&str]| {
         let out = std::process::Command::new(crate::common::vigie_bin())
             .current_dir(&cwd)
             .env("VIGIE_LOG", "warn")
-            .args(["-q", "detect", "--lake", lake.to_str().unwrap()])
+            .args([
+                "-q",
+                "detect",
+                "--report-json",
+                "--lake",
+                lake.to_str().unwrap(),
+            ])
             .args(extra)
             .output()
             .unwrap();
@@ -1214,21 +1221,27 @@ fn the_cli_runs_the_built_in_rules_unless_given_a_directory() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         let l = vigie::catalog::open(&lake).unwrap();
         let flags = vigie::detect::read_flags(&l.snapshot().unwrap()).unwrap();
-        flags
+        let rules: Vec<String> = flags
             .into_iter()
             .map(|f| f.rule)
             .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        (report, rules)
     };
-    let builtin: std::collections::BTreeSet<String> = vigie::detect::rules::builtin()
-        .unwrap()
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
-    let rules = detect(&[]);
-    assert!(!rules.contains("everyone"), "{rules:?}");
-    assert!(rules.is_subset(&builtin), "{rules:?}");
-    let rules = detect(&["--rules", own.to_str().unwrap()]);
-    assert_eq!(rules.into_iter().collect::<Vec<_>>(), ["everyone"]);
+    assert_eq!(
+        vigie::detect::rules::builtin().unwrap().len(),
+        vigie::detect::rules::BUILTIN.len()
+    );
+    // The sample lake was detected with the repository's rule files, which the built-in rules are:
+    // the same rules, so nothing runs again.
+    let (report, rules) = detect(&[]);
+    assert_eq!(report["unchanged"], json!(true), "{report}");
+    assert!(!rules.iter().any(|r| r == "everyone"), "{rules:?}");
+    let (report, rules) = detect(&["--rules", own.to_str().unwrap()]);
+    assert_eq!(report["unchanged"], json!(false), "{report}");
+    assert_eq!(rules, ["everyone"]);
 }
