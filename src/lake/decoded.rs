@@ -56,7 +56,9 @@ pub const KEEP_SCANS: u64 = 64;
 /// that table, whatever room is left: the columns of days the rules' windows moved past are used by
 /// no scan again (their files stay live). Counted per table, so that the columns of a table only
 /// a rule whose result is reused reads (`move_analysis`) stay while no scan of it runs. A pass of
-/// the stream scans a table 1 to 7 times. Before, such columns stayed until the budget was spent,
+/// the stream scans `game_players` about nine times and `findings` once, so a day the windows
+/// moved past goes within 20 s to 3 minutes of the stream. Before, such columns stayed until the
+/// budget was spent,
 /// and the cache grew by about 2 MiB a minute over a 30-minute stream (136 -> 198 MiB in run T,
 /// docs/performance.md).
 pub const DROP_SCANS: u64 = 256;
