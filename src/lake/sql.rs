@@ -296,9 +296,19 @@ pub async fn session(
     tables: &[TableDef],
     limits: Limits,
 ) -> datafusion::error::Result<SessionContext> {
+    session_with_caches(snapshot, tables, limits, shared_file_caches()?).await
+}
+
+/// [`session`] with the given caches of file statistics and footers.
+async fn session_with_caches(
+    snapshot: &Snapshot,
+    tables: &[TableDef],
+    limits: Limits,
+    caches: datafusion::execution::cache::cache_manager::CacheManagerConfig,
+) -> datafusion::error::Result<SessionContext> {
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
-        .with_cache_manager(shared_file_caches()?)
+        .with_cache_manager(caches)
         .build_arc()?;
     let config = SessionConfig::new()
         .with_target_partitions(limits.partitions)
@@ -357,6 +367,65 @@ fn shared_file_caches()
         .with_file_statistics_cache(made.get_file_statistic_cache())
         .with_file_metadata_cache(Some(made.get_file_metadata_cache()));
     Ok(SHARED.get_or_init(|| config).clone())
+}
+
+/// What the shared caches of file statistics and footers hold after [`forget_removed_files`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileCachesSweep {
+    /// Entries dropped (statistics and footers together).
+    pub dropped: usize,
+    /// Files whose statistics are held, and their size by DataFusion's count.
+    pub statistics: usize,
+    pub statistics_bytes: usize,
+    /// Files whose footer is held, and their size by DataFusion's count.
+    pub footers: usize,
+    pub footers_bytes: usize,
+}
+
+/// Drops from the process's shared caches of file statistics and footers the entries of files
+/// that are not in `snapshot` (compacted away, vacuumed, or rewritten tables' older files).
+///
+/// Left alone they stay until the caches' bounds push them out, and a stream that writes and
+/// compacts files every second fills both caches to their bounds within minutes (about 13 in run
+/// U's profile, docs/performance.md). The caches' keys are paths relative to a lake's root,
+/// without the lake: in a process that reads several lakes, an entry of another lake is dropped
+/// too, which costs that lake one more read of the footer, never a wrong value.
+pub fn forget_removed_files(snapshot: &Snapshot) -> datafusion::error::Result<FileCachesSweep> {
+    Ok(forget_in(&shared_file_caches()?, snapshot))
+}
+
+fn forget_in(
+    caches: &datafusion::execution::cache::cache_manager::CacheManagerConfig,
+    snapshot: &Snapshot,
+) -> FileCachesSweep {
+    let live: std::collections::HashSet<&str> = snapshot
+        .state
+        .files
+        .values()
+        .map(|f| f.path.as_str())
+        .collect();
+    let mut sweep = FileCachesSweep::default();
+    if let Some(c) = &caches.file_statistics_cache {
+        for (key, info) in c.list_entries() {
+            if live.contains(key.path.as_ref()) {
+                sweep.statistics += 1;
+                sweep.statistics_bytes += info.size_bytes;
+            } else if c.remove(&key).is_some() {
+                sweep.dropped += 1;
+            }
+        }
+    }
+    if let Some(c) = &caches.file_metadata_cache {
+        for (key, info) in c.list_entries() {
+            if live.contains(key.as_ref()) {
+                sweep.footers += 1;
+                sweep.footers_bytes += info.size_bytes;
+            } else if c.remove(&key).is_some() {
+                sweep.dropped += 1;
+            }
+        }
+    }
+    sweep
 }
 
 /// The words of every error that stops a query at its time limit (the session's deadline, the SQL
@@ -614,4 +683,108 @@ pub async fn register(
         .with_cache(ctx.runtime_env().cache_manager.get_file_statistic_cache());
     ctx.register_table(def.name, Arc::new(table))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::Lake;
+    use datafusion::execution::cache::cache_manager::{CacheManager, CacheManagerConfig};
+
+    crate::row_table! {
+        /// A partitioned test table.
+        pub struct Row in "sweep_rows" (partition Some("date"), sort ["k"], bloom []) {
+            /// Key.
+            k: String,
+        }
+    }
+
+    fn commit(lake: &Lake, date: &str, k: &str) {
+        let def = Row::def();
+        let batch = Row::to_batch(&[Row { k: k.into() }]).unwrap();
+        let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        let f = txn
+            .new_file(def.name, Some(&format!("date={date}")))
+            .unwrap();
+        meta.bytes =
+            crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch]).unwrap();
+        txn.add_file_meta(f, meta);
+        txn.commit(serde_json::json!({})).unwrap();
+    }
+
+    /// The paths held in the statistics cache and the footer cache.
+    fn held(caches: &CacheManagerConfig) -> (Vec<String>, Vec<String>) {
+        let mut stats: Vec<String> = caches
+            .file_statistics_cache
+            .as_ref()
+            .unwrap()
+            .list_entries()
+            .into_keys()
+            .map(|k| k.path.to_string())
+            .collect();
+        let mut footers: Vec<String> = caches
+            .file_metadata_cache
+            .as_ref()
+            .unwrap()
+            .list_entries()
+            .into_keys()
+            .map(|k| k.to_string())
+            .collect();
+        stats.sort();
+        footers.sort();
+        (stats, footers)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_file_caches_forget_the_files_a_later_snapshot_no_longer_has() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(dir.path()).unwrap();
+        commit(&lake, "2026-11-20", "a");
+        commit(&lake, "2026-11-21", "b");
+        let made = CacheManager::try_new(&CacheManagerConfig::default()).unwrap();
+        let caches = CacheManagerConfig::default()
+            .with_file_statistics_cache(made.get_file_statistic_cache())
+            .with_file_metadata_cache(Some(made.get_file_metadata_cache()));
+        let snapshot = lake.snapshot().unwrap();
+        let def = Row::def();
+        let ctx = session_with_caches(
+            &snapshot,
+            std::slice::from_ref(&def),
+            Limits::default(),
+            caches.clone(),
+        )
+        .await
+        .unwrap();
+        let rows = ctx
+            .sql("SELECT k FROM sweep_rows")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+        let mut files: Vec<String> = snapshot
+            .state
+            .table_files(def.name)
+            .map(|f| f.path.clone())
+            .collect();
+        files.sort();
+        assert_eq!(held(&caches), (files.clone(), files.clone()));
+        // Nothing to forget while both files are live.
+        let sweep = forget_in(&caches, &snapshot);
+        assert_eq!((sweep.dropped, sweep.statistics, sweep.footers), (0, 2, 2));
+        assert!(sweep.statistics_bytes > 0 && sweep.footers_bytes > 0);
+        // The first file removed (compacted away): its statistics and footer go.
+        let mut w = lake.writer().unwrap();
+        let mut txn = w.begin("test").unwrap();
+        txn.remove_file(&files[0]);
+        txn.commit(serde_json::json!({})).unwrap();
+        drop(w);
+        let later = lake.snapshot().unwrap();
+        let sweep = forget_in(&caches, &later);
+        assert_eq!((sweep.dropped, sweep.statistics, sweep.footers), (2, 1, 1));
+        assert_eq!(held(&caches), (files[1..].to_vec(), files[1..].to_vec()));
+    }
 }

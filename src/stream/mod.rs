@@ -749,6 +749,7 @@ fn compact_loop(
         .min(opts.rewrites_retain / 5)
         .max(Duration::from_secs(1));
     let mut last_vacuum: Option<Instant> = None;
+    let mut last_sweep: Option<Instant> = None;
     loop {
         let wait = last_vacuum.map_or(Duration::ZERO, |t| every.saturating_sub(t.elapsed()));
         let asked = match rx.recv_timeout(wait) {
@@ -766,8 +767,36 @@ fn compact_loop(
             last_vacuum = Some(Instant::now());
             log_background("vacuum", vacuum_once(lake, opts, &mut report));
         }
+        if last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+            last_sweep = Some(Instant::now());
+            sweep_file_caches(lake);
+        }
     }
     report
+}
+
+/// How often the compaction thread drops the shared file caches' entries of removed files.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Drops the shared caches' statistics and footers of the files the lake no longer has
+/// ([`crate::lake::sql::forget_removed_files`]): the stream writes, rewrites and compacts files
+/// every second, and those entries would otherwise stay until the caches' bounds.
+fn sweep_file_caches(lake: &Lake) {
+    let swept = lake
+        .snapshot()
+        .map_err(|e| e.to_string())
+        .and_then(|s| crate::lake::sql::forget_removed_files(&s).map_err(|e| e.to_string()));
+    match swept {
+        Ok(s) => tracing::debug!(
+            dropped = s.dropped,
+            statistics = s.statistics,
+            statistics_kib = s.statistics_bytes / 1024,
+            footers = s.footers,
+            footers_kib = s.footers_bytes / 1024,
+            "file caches swept"
+        ),
+        Err(e) => tracing::debug!(error = %e, "file caches not swept; tried again later"),
+    }
 }
 
 /// A background step's failure, said; the step is tried again later.
