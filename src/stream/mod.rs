@@ -775,7 +775,8 @@ fn compact_loop(
     report
 }
 
-/// How often the compaction thread drops the shared file caches' entries of removed files.
+/// How often, at most, the compaction thread drops the shared file caches' entries of removed files
+/// (it does when it wakes: a compaction asked for, or the vacuum's timer).
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// Drops the shared caches' statistics and footers of the files the lake no longer has
