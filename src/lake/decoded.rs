@@ -58,9 +58,8 @@ pub const KEEP_SCANS: u64 = 64;
 /// a rule whose result is reused reads (`move_analysis`) stay while no scan of it runs. A pass of
 /// the stream scans `game_players` about nine times and `findings` once, so a day the windows
 /// moved past goes within 20 s to 3 minutes of the stream. Before, such columns stayed until the
-/// budget was spent,
-/// and the cache grew by about 2 MiB a minute over a 30-minute stream (136 -> 198 MiB in run T,
-/// docs/performance.md).
+/// budget was spent, and the cache grew by about 2 MiB a minute over a 30-minute stream (136 -> 198
+/// MiB in run T, docs/performance.md).
 pub const DROP_SCANS: u64 = 256;
 
 /// One column of one lake file: the file's table, absolute path and size on disk (a path is never
@@ -106,7 +105,7 @@ struct Inner {
     held: usize,
     scans: u64,
     /// Scans begun per table.
-    table_scans: HashMap<String, u64>,
+    table_scans: HashMap<&'static str, u64>,
     hits: u64,
     misses: u64,
 }
@@ -138,10 +137,10 @@ impl ColumnCache {
     /// Starts a scan of `table` whose live files are `live`: drops the columns of the table's
     /// files that are not live any more and those none of the table's last [`DROP_SCANS`] scans
     /// used, and returns the scan's number.
-    fn begin_scan(&self, table: &str, live: &[(PathBuf, u64)]) -> u64 {
+    fn begin_scan(&self, table: &'static str, live: &[(PathBuf, u64)]) -> u64 {
         let mut g = self.lock();
         g.scans += 1;
-        let count = g.table_scans.entry(table.to_string()).or_insert(0);
+        let count = g.table_scans.entry(table).or_insert(0);
         *count += 1;
         let table_scan = *count;
         let live: std::collections::HashSet<(&PathBuf, u64)> =
@@ -653,7 +652,7 @@ impl TableProvider for DecodedTable {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lake::Lake;
     use crate::lake::sql::{Limits, session};
@@ -690,7 +689,7 @@ mod tests {
 
     /// Commits `batch` as one file of `def` in partition `date`, with what the manifest records of
     /// it (rows, size, latest `ts`).
-    fn commit_batch(lake: &Lake, def: &TableDef, date: &str, batch: RecordBatch) {
+    pub(crate) fn commit_batch(lake: &Lake, def: &TableDef, date: &str, batch: RecordBatch) {
         let mut meta = crate::lake::parquet::batch_meta(def, &batch);
         let mut w = lake.writer().unwrap();
         let mut txn = w.begin("test").unwrap();

@@ -406,26 +406,38 @@ fn forget_in(
         .collect();
     let mut sweep = FileCachesSweep::default();
     if let Some(c) = &caches.file_statistics_cache {
-        for (key, info) in c.list_entries() {
-            if live.contains(key.path.as_ref()) {
-                sweep.statistics += 1;
-                sweep.statistics_bytes += info.size_bytes;
-            } else if c.remove(&key).is_some() {
-                sweep.dropped += 1;
-            }
-        }
+        let (held, bytes) = forget_dead(c.as_ref(), |k| k.path.as_ref(), &live, &mut sweep.dropped);
+        (sweep.statistics, sweep.statistics_bytes) = (held, bytes);
     }
     if let Some(c) = &caches.file_metadata_cache {
-        for (key, info) in c.list_entries() {
-            if live.contains(key.as_ref()) {
-                sweep.footers += 1;
-                sweep.footers_bytes += info.size_bytes;
-            } else if c.remove(&key).is_some() {
-                sweep.dropped += 1;
-            }
-        }
+        let (held, bytes) = forget_dead(c.as_ref(), |k| k.as_ref(), &live, &mut sweep.dropped);
+        (sweep.footers, sweep.footers_bytes) = (held, bytes);
     }
     sweep
+}
+
+/// Removes from `cache` the entries whose file (`path` of the key) is not in `live`, counting them
+/// in `dropped`; returns the entries left and their size by DataFusion's count.
+fn forget_dead<K, V>(
+    cache: &dyn datafusion::execution::cache::Cache<K, V>,
+    path: impl Fn(&K) -> &str,
+    live: &std::collections::HashSet<&str>,
+    dropped: &mut usize,
+) -> (usize, usize)
+where
+    K: datafusion::execution::cache::CacheKey,
+    V: datafusion::execution::cache::CacheValue,
+{
+    let (mut held, mut bytes) = (0, 0);
+    for (key, info) in cache.list_entries() {
+        if live.contains(path(&key)) {
+            held += 1;
+            bytes += info.size_bytes;
+        } else if cache.remove(&key).is_some() {
+            *dropped += 1;
+        }
+    }
+    (held, bytes)
 }
 
 /// The words of every error that stops a query at its time limit (the session's deadline, the SQL
@@ -700,18 +712,8 @@ mod tests {
     }
 
     fn commit(lake: &Lake, date: &str, k: &str) {
-        let def = Row::def();
         let batch = Row::to_batch(&[Row { k: k.into() }]).unwrap();
-        let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
-        let mut w = lake.writer().unwrap();
-        let mut txn = w.begin("test").unwrap();
-        let f = txn
-            .new_file(def.name, Some(&format!("date={date}")))
-            .unwrap();
-        meta.bytes =
-            crate::lake::parquet::write_file(&f.pending, &def, batch.schema(), &[batch]).unwrap();
-        txn.add_file_meta(f, meta);
-        txn.commit(serde_json::json!({})).unwrap();
+        crate::lake::decoded::tests::commit_batch(lake, &Row::def(), date, batch);
     }
 
     /// The paths held in the statistics cache and the footer cache.
