@@ -29,6 +29,15 @@ pub struct ServeArgs {
     /// the rules built into the binary).
     #[arg(long, value_name = "DIR", requires = "ingest_token_file")]
     rules: Option<PathBuf>,
+    /// Hours the vacuum beside the push endpoint (at least hourly) keeps the files that commits
+    /// removed (time travel needs them); as `vigie stream --vacuum-retain`.
+    #[arg(long, default_value_t = 168, requires = "ingest_token_file")]
+    vacuum_retain: u64,
+    /// Minutes the vacuum beside the push endpoint keeps the removed files of the tables every
+    /// detection pass rewrites whole (account_features, pair_features, flags); as `vigie stream
+    /// --vacuum-retain-rewrites`.
+    #[arg(long, default_value_t = 5, requires = "ingest_token_file")]
+    vacuum_retain_rewrites: u64,
     #[command(flatten)]
     sql: super::sql::ServeSqlArgs,
     #[command(flatten)]
@@ -45,6 +54,8 @@ impl ServeArgs {
             pg,
             ingest_token_file,
             rules,
+            vacuum_retain,
+            vacuum_retain_rewrites,
             sql,
             http,
         } = self;
@@ -59,11 +70,16 @@ impl ServeArgs {
                         f.display()
                     );
                 }
-                Some(vigie::stream::push::PushConfig::new(
+                let mut push = vigie::stream::push::PushConfig::new(
                     lake.clone(),
                     &token,
                     vigie::detect::rules::RuleSource::from_arg(rules),
-                ))
+                );
+                push.vacuum_retain =
+                    std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
+                push.rewrites_retain =
+                    std::time::Duration::from_secs(vacuum_retain_rewrites.saturating_mul(60));
+                Some(push)
             }
             None => None,
         };

@@ -7,7 +7,8 @@
 //! commit is durable, with the lake version and the counts. A retried body
 //! (same bytes) is recognised by its fingerprint and adds nothing. Requests
 //! carry `Authorization: Bearer TOKEN`; the token is compared by its SHA-256
-//! in constant time. Replay and detection follow in the background, coalesced.
+//! in constant time. Replay and detection follow in the background, coalesced,
+//! and the stream's compaction thread keeps the lake's files few and vacuumed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +39,12 @@ pub struct PushConfig {
     pub token_sha256: [u8; 32],
     pub rules: crate::detect::rules::RuleSource,
     pub detect_interval: Duration,
+    /// The vacuum of the maintenance thread deletes files removed longer ago than this
+    /// ([`super::StreamOptions::vacuum_retain`]).
+    pub vacuum_retain: Duration,
+    /// The same for the tables every detection pass rewrites whole
+    /// ([`super::StreamOptions::rewrites_retain`]).
+    pub rewrites_retain: Duration,
 }
 
 impl PushConfig {
@@ -47,6 +54,8 @@ impl PushConfig {
             token_sha256: Sha256::digest(token.trim().as_bytes()).into(),
             rules,
             detect_interval: Duration::from_secs(2),
+            vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
+            rewrites_retain: super::REWRITES_RETAIN,
         }
     }
 }
@@ -61,6 +70,10 @@ struct PushState {
     derive: Arc<std::sync::Mutex<Derive>>,
     /// Bodies being read.
     uploads: Arc<tokio::sync::Semaphore>,
+    /// Asks the maintenance thread for a compaction; the thread is started when the first replay
+    /// and detection run after a push ends ([`spawn_maintenance`]), so a server that is pushed
+    /// nothing never writes to its lake.
+    maintain: Arc<std::sync::OnceLock<Option<std::sync::mpsc::Sender<()>>>>,
 }
 
 /// The router of `POST /ingest`.
@@ -72,11 +85,47 @@ pub fn router(cfg: PushConfig) -> Router {
         dirty: Arc::new(AtomicBool::new(false)),
         derive: Arc::new(std::sync::Mutex::new(derive)),
         uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
+        maintain: Arc::new(std::sync::OnceLock::new()),
     };
     Router::new()
         .route("/ingest", post(ingest))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
+}
+
+/// Starts the maintenance `vigie stream` runs beside its passes, for the pushed lake: the
+/// compaction thread (small files merged, asked after each replay and detection run; removed
+/// files vacuumed when due, after [`PushConfig::rewrites_retain`] for the tables every detection
+/// pass rewrites and [`PushConfig::vacuum_retain`] for the others; the shared caches' entries of
+/// removed files dropped). Without it every push would leave files of its own in each partition
+/// it touched, and the tables each pass rewrites would keep every removed file on disk. The
+/// thread ends when the router's last state is dropped; `None` when it could not start (logged),
+/// and the endpoint then works without it.
+fn spawn_maintenance(cfg: &PushConfig) -> Option<std::sync::mpsc::Sender<()>> {
+    let lake = match crate::catalog::open(&cfg.lake) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not open the lake");
+            return None;
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    // The stream's compaction settings; nothing is followed.
+    let mut opts = super::StreamOptions::new(PathBuf::new(), cfg.rules.clone());
+    opts.vacuum_retain = cfg.vacuum_retain;
+    opts.rewrites_retain = cfg.rewrites_retain;
+    let spawned = std::thread::Builder::new()
+        .name("vigie-push-maintenance".into())
+        .spawn(move || {
+            super::compact_loop(&lake, &opts, rx, &std::sync::Mutex::new(()));
+        });
+    match spawned {
+        Ok(_) => Some(tx),
+        Err(e) => {
+            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not start");
+            None
+        }
+    }
 }
 
 fn authorized(cfg: &PushConfig, headers: &HeaderMap) -> bool {
@@ -320,6 +369,13 @@ fn commit_spooled(
     result
 }
 
+/// Times a replay and detection run after a push that met a concurrent commit is run again at
+/// once, before the next push runs it.
+const CONFLICT_RETRIES: u32 = 3;
+
+/// Pause before the first such retry (twice it before the second, and so on).
+const CONFLICT_PAUSE: Duration = Duration::from_millis(200);
+
 /// Runs replay and detection in the background until no new data is waiting.
 fn spawn_derive(st: &PushState) {
     let st = st.clone();
@@ -333,10 +389,29 @@ fn spawn_derive(st: &PushState) {
                 let Ok(mut derive) = st.derive.try_lock() else {
                     return;
                 };
+                let mut conflicts = 0;
                 while st.dirty.swap(false, Ordering::SeqCst) {
                     let mut report = super::StreamReport::default();
-                    if let Err(e) = derive.run(&lake, true, &mut report) {
-                        tracing::error!(error = %e, "replay or detection after a push failed");
+                    let result = derive.run(&lake, true, &mut report);
+                    // The pushes' and the replay's files wait to be merged whatever the detection
+                    // did (a rule that fails must not stop the compaction and the vacuum).
+                    if let Some(tx) = st.maintain.get_or_init(|| spawn_maintenance(&st.cfg)) {
+                        // A closed thread is no reason to stop.
+                        let _ = tx.send(());
+                    }
+                    match result {
+                        Ok(()) => conflicts = 0,
+                        // A compaction (or another writer) committed meanwhile: run again from the
+                        // lake after a pause, a few times; then the next push runs it.
+                        Err(e) if e.is_conflict() && conflicts < CONFLICT_RETRIES => {
+                            conflicts += 1;
+                            tracing::warn!(conflict = %e, "concurrent commit; replay after a push retried");
+                            std::thread::sleep(CONFLICT_PAUSE * conflicts);
+                            st.dirty.store(true, Ordering::SeqCst);
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "replay or detection after a push failed; tried again at the next push");
+                        }
                     }
                 }
             }

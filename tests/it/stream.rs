@@ -368,6 +368,11 @@ const PUSH_TOKEN: &str = "push-token-0123456789abcdef";
 
 /// A new lake under the test directory `tag`, and the push endpoint over it (token [`PUSH_TOKEN`]).
 fn push_app(tag: &str) -> (PathBuf, axum::Router) {
+    push_app_with(tag, root().join("queries/detect").into())
+}
+
+/// [`push_app`] with the detection rules `rules`.
+fn push_app_with(tag: &str, rules: vigie::detect::rules::RuleSource) -> (PathBuf, axum::Router) {
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
     let _ = std::fs::remove_dir_all(&work);
     let lake = work.join("lake");
@@ -375,7 +380,7 @@ fn push_app(tag: &str) -> (PathBuf, axum::Router) {
     let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
         lake.clone(),
         PUSH_TOKEN,
-        root().join("queries/detect").into(),
+        rules,
     ));
     (lake, app)
 }
@@ -441,6 +446,105 @@ async fn push_commits_before_answering_and_a_retry_adds_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Pushes leave no trail of small files: the push endpoint runs the stream's compaction beside its
+/// replay and detection, so forty small pushes (each committing files of its own) end as at most
+/// three files per partition, with every line kept once and the Delta log describing exactly the
+/// live files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_small_pushes_are_compacted() {
+    let (lake, app) = push_app("stream-push-compact");
+    let state = push_in_pieces_until_settled(&lake, app).await;
+    assert!(state.stages.contains_key("detect"), "detection followed");
+}
+
+/// The compaction beside the push endpoint does not wait for a detection that fails (here: its
+/// rules directory is missing): the replay's and the pushes' files are merged all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_are_compacted_when_their_detection_fails() {
+    let (lake, app) = push_app_with(
+        "stream-push-compact-no-rules",
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("no-such-rules")
+            .into(),
+    );
+    let state = push_in_pieces_until_settled(&lake, app).await;
+    assert!(!state.stages.contains_key("detect"), "no detection ran");
+}
+
+/// Pushes the sample in 40 bodies, then waits until the lake settles: the last push replayed, at
+/// most three events files in each of its three partitions, and no commit for a second. Checks
+/// every line kept once and the Delta logs; returns the settled state.
+async fn push_in_pieces_until_settled(
+    lake: &Path,
+    app: axum::Router,
+) -> std::sync::Arc<vigie::lake::State> {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use std::collections::BTreeMap;
+    use tower::ServiceExt;
+    let sample = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    let mut last = 0;
+    // Each push commits at least one events file of its own: 40 at least, over three days.
+    for chunk in lines.chunks(lines.len().div_ceil(40)) {
+        let body = chunk.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let r = app
+            .clone()
+            .oneshot(
+                Request::post("/ingest")
+                    .header("authorization", format!("Bearer {PUSH_TOKEN}"))
+                    .body(Body::from(body))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        last = v["version"].as_u64().expect("a new push commits");
+    }
+    let files_per_partition = |state: &vigie::lake::State| {
+        let mut per: BTreeMap<Option<String>, usize> = BTreeMap::new();
+        for f in state.table_files("events") {
+            *per.entry(f.partition.clone()).or_default() += 1;
+        }
+        per
+    };
+    let started = Instant::now();
+    let mut seen = (0, Instant::now());
+    let state = loop {
+        let state = vigie::lake::Lake::open(lake).unwrap().state().unwrap();
+        let replayed = state
+            .stage::<vigie::replay::run::ReplayStage>()
+            .unwrap()
+            .map_or(0, |s| s.version);
+        let per = files_per_partition(&state);
+        if state.version != seen.0 {
+            seen = (state.version, Instant::now());
+        } else if replayed >= last
+            && per.values().all(|&n| n <= 3)
+            && seen.1.elapsed() >= Duration::from_secs(1)
+        {
+            break state;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "events files per partition {per:?}, replayed {replayed} of {last}: not compacted"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(files_per_partition(&state).len(), 3, "three days");
+    let mut events = event_rows(lake);
+    assert_eq!(events.len(), lines.len(), "every line kept");
+    events.sort();
+    events.dedup();
+    assert_eq!(events.len(), lines.len(), "none twice");
+    for c in vigie::catalog::open(lake).unwrap().check_delta().unwrap() {
+        assert!(c.problems.is_empty() && c.behind == 0, "{c:?}");
+    }
+    state
 }
 
 /// A pushed body may be a gzip or zstd archive, as log files may (`Content-Encoding: gzip` or none):
