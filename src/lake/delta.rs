@@ -857,7 +857,13 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
             _ => head(root, t)?,
         };
         match h {
-            Some(h) if h.vigie > latest => {
+            // Another writer (another process, or another `Lake` of this one: the push endpoint's
+            // commits, its replay and its compaction thread each have theirs) committed after this
+            // sync read the state, and rolled this table's log forward: its Delta commits are
+            // written after its Vigie commit, so the Vigie log read again has that version. This
+            // table's log is then ahead of what this sync has to write; only a version the Vigie
+            // log does not have is corrupt.
+            Some(h) if h.vigie > latest && lake.state()?.version < h.vigie => {
                 return Err(corrupt(
                     &log_dir(root, t),
                     format!(

@@ -105,7 +105,7 @@ fn spawn_maintenance(cfg: &PushConfig) -> Option<std::sync::mpsc::Sender<()>> {
     let lake = match crate::catalog::open(&cfg.lake) {
         Ok(l) => l,
         Err(e) => {
-            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not open the lake");
+            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not open the lake; not tried again until restarted");
             return None;
         }
     };
@@ -122,7 +122,7 @@ fn spawn_maintenance(cfg: &PushConfig) -> Option<std::sync::mpsc::Sender<()>> {
     match spawned {
         Ok(_) => Some(tx),
         Err(e) => {
-            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not start");
+            tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not start; not tried again until restarted");
             None
         }
     }
@@ -369,8 +369,8 @@ fn commit_spooled(
     result
 }
 
-/// Times a replay and detection run after a push that met a concurrent commit is run again at
-/// once, before the next push runs it.
+/// Times a replay and detection run after a push that met a concurrent commit is run again after
+/// a pause, before the next push runs it.
 const CONFLICT_RETRIES: u32 = 3;
 
 /// Pause before the first such retry (twice it before the second, and so on).
@@ -393,9 +393,14 @@ fn spawn_derive(st: &PushState) {
                 while st.dirty.swap(false, Ordering::SeqCst) {
                     let mut report = super::StreamReport::default();
                     let result = derive.run(&lake, true, &mut report);
+                    let retried = matches!(&result, Err(e) if e.is_conflict())
+                        && conflicts < CONFLICT_RETRIES;
                     // The pushes' and the replay's files wait to be merged whatever the detection
-                    // did (a rule that fails must not stop the compaction and the vacuum).
-                    if let Some(tx) = st.maintain.get_or_init(|| spawn_maintenance(&st.cfg)) {
+                    // did (a rule that fails must not stop the compaction and the vacuum); not
+                    // before a retry, which a compaction committing meanwhile would conflict with.
+                    if !retried
+                        && let Some(tx) = st.maintain.get_or_init(|| spawn_maintenance(&st.cfg))
+                    {
                         // A closed thread is no reason to stop.
                         let _ = tx.send(());
                     }
@@ -403,7 +408,7 @@ fn spawn_derive(st: &PushState) {
                         Ok(()) => conflicts = 0,
                         // A compaction (or another writer) committed meanwhile: run again from the
                         // lake after a pause, a few times; then the next push runs it.
-                        Err(e) if e.is_conflict() && conflicts < CONFLICT_RETRIES => {
+                        Err(e) if retried => {
                             conflicts += 1;
                             tracing::warn!(conflict = %e, "concurrent commit; replay after a push retried");
                             std::thread::sleep(CONFLICT_PAUSE * conflicts);
