@@ -75,10 +75,8 @@ impl ServeArgs {
                     &token,
                     vigie::detect::rules::RuleSource::from_arg(rules),
                 );
-                push.vacuum_retain =
-                    std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
-                push.rewrites_retain =
-                    std::time::Duration::from_secs(vacuum_retain_rewrites.saturating_mul(60));
+                (push.vacuum_retain, push.rewrites_retain) =
+                    super::stream::retention(vacuum_retain, vacuum_retain_rewrites);
                 Some(push)
             }
             None => None,

@@ -83,9 +83,8 @@ impl StreamArgs {
         opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
         opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
         opts.once = once;
-        opts.vacuum_retain = std::time::Duration::from_secs(vacuum_retain.saturating_mul(3600));
-        opts.rewrites_retain =
-            std::time::Duration::from_secs(vacuum_retain_rewrites.saturating_mul(60));
+        (opts.vacuum_retain, opts.rewrites_retain) =
+            retention(vacuum_retain, vacuum_retain_rewrites);
         opts.analysis = (analyse_share > 0.0).then(|| {
             vigie::stream::StreamAnalysis::new(analyse_share, analyse_nodes, analyse_sample)
         });
@@ -96,4 +95,13 @@ impl StreamArgs {
         eprintln!("{}", report.summary_line());
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// `--vacuum-retain HOURS` and `--vacuum-retain-rewrites MINUTES` (of `stream`, and of `serve`
+/// beside its push endpoint) as durations.
+pub(super) fn retention(hours: u64, minutes: u64) -> (std::time::Duration, std::time::Duration) {
+    (
+        std::time::Duration::from_secs(hours.saturating_mul(3600)),
+        std::time::Duration::from_secs(minutes.saturating_mul(60)),
+    )
 }

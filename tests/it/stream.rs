@@ -473,9 +473,9 @@ async fn pushes_are_compacted_when_their_detection_fails() {
     assert!(!state.stages.contains_key("detect"), "no detection ran");
 }
 
-/// Pushes the sample in 40 bodies, then waits until the lake settles: the last push replayed, at
-/// most three events files in each of its three partitions, and no commit for a second. Checks
-/// every line kept once and the Delta logs; returns the settled state.
+/// Pushes the sample in 40 bodies, then waits until the lake settles ([`settled`]): the last push
+/// replayed, at most three events files in each of its three partitions, and no commit for a
+/// second. Checks every line kept once and the Delta logs; returns the settled state.
 async fn push_in_pieces_until_settled(
     lake: &Path,
     app: axum::Router,
@@ -518,29 +518,19 @@ async fn push_in_pieces_until_settled(
         }
         per
     };
-    let started = Instant::now();
-    let mut seen = (0, Instant::now());
-    let state = loop {
-        let state = vigie::lake::Lake::open(lake).unwrap().state().unwrap();
+    // Settled: the last push replayed, at most three events files in each partition, and no
+    // commit for a second (the replay, detection and compaction that follow are done).
+    let state = settled(lake, Duration::from_secs(1), Duration::from_secs(300), |state| {
         let replayed = state
             .stage::<vigie::replay::run::ReplayStage>()
             .unwrap()
             .map_or(0, |s| s.version);
-        let per = files_per_partition(&state);
-        if state.version != seen.0 {
-            seen = (state.version, Instant::now());
-        } else if replayed >= last
-            && per.values().all(|&n| n <= 3)
-            && seen.1.elapsed() >= Duration::from_secs(1)
-        {
-            break state;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "events files per partition {per:?}, replayed {replayed} of {last}: not compacted"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        let per = files_per_partition(state);
+        (replayed < last || per.values().any(|&n| n > 3)).then(|| {
+            format!("events files per partition {per:?}, replayed {replayed} of {last}: not compacted")
+        })
+    })
+    .await;
     assert_eq!(files_per_partition(&state).len(), 3, "three days");
     let mut events = event_rows(lake);
     assert_eq!(events.len(), lines.len(), "every line kept");
@@ -551,19 +541,12 @@ async fn push_in_pieces_until_settled(
     // came for two seconds, the Delta logs describe exactly the live files (a check that meets a
     // table's log being written after its commit is made again).
     drop(app);
-    let mut seen = (state.version, Instant::now());
-    let started = Instant::now();
-    loop {
-        let version = vigie::lake::Lake::open(lake)
-            .unwrap()
-            .state()
-            .unwrap()
-            .version;
-        if version != seen.0 {
-            seen = (version, Instant::now());
-        } else if seen.1.elapsed() >= Duration::from_secs(2) {
-            let checks = vigie::catalog::open(lake).unwrap().check_delta();
-            let bad: Vec<String> = match &checks {
+    settled(
+        lake,
+        Duration::from_secs(2),
+        Duration::from_secs(120),
+        |_| {
+            let bad: Vec<String> = match vigie::catalog::open(lake).unwrap().check_delta() {
                 Ok(checks) => checks
                     .iter()
                     .filter(|c| !c.problems.is_empty() || c.behind > 0)
@@ -571,14 +554,40 @@ async fn push_in_pieces_until_settled(
                     .collect(),
                 Err(e) => vec![e.to_string()],
             };
-            if bad.is_empty() {
-                break;
+            (!bad.is_empty()).then(|| format!("{bad:?}"))
+        },
+    )
+    .await;
+    state
+}
+
+/// Waits until `lake` has had no commit for `quiet` and `missing` (asked only then) finds nothing
+/// missing in its state, at most `deadline` (then fails with what was missing); returns the state.
+async fn settled(
+    lake: &Path,
+    quiet: Duration,
+    deadline: Duration,
+    mut missing: impl FnMut(&vigie::lake::State) -> Option<String>,
+) -> std::sync::Arc<vigie::lake::State> {
+    let started = Instant::now();
+    let mut seen: Option<(u64, Instant)> = None;
+    let mut why = String::from("commits kept coming");
+    loop {
+        let state = vigie::lake::Lake::open(lake).unwrap().state().unwrap();
+        match seen {
+            Some((v, since)) if v == state.version => {
+                if since.elapsed() >= quiet {
+                    match missing(&state) {
+                        None => return state,
+                        Some(w) => why = w,
+                    }
+                }
             }
-            assert!(started.elapsed() < Duration::from_secs(120), "{bad:?}");
+            _ => seen = Some((state.version, Instant::now())),
         }
+        assert!(started.elapsed() < deadline, "{why}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    state
 }
 
 /// A pushed body may be a gzip or zstd archive, as log files may (`Content-Encoding: gzip` or none):
