@@ -134,14 +134,15 @@ pub async fn serve(
         None => None,
     };
     let mut app = vigie::serve::router(state);
+    let mut pushes = None;
     if let Some(push) = push {
         println!("serve: POST /ingest enabled (bearer token)");
+        let (router, handle) = vigie::stream::push::router(push);
+        pushes = Some(handle);
         // The app's security headers are layered on its own routes only: the push router gets them here.
-        app = app.merge(
-            vigie::stream::push::router(push).layer(axum::middleware::from_fn(
-                vigie::serve::with_security_headers,
-            )),
-        );
+        app = app.merge(router.layer(axum::middleware::from_fn(
+            vigie::serve::with_security_headers,
+        )));
     }
     // The last line of the start-up: scripts wait for it.
     println!(
@@ -156,6 +157,13 @@ pub async fn serve(
     vigie::serve::http::serve_on(listener, app, http.limits(), stopped(stop_rx)).await?;
     if let Some(t) = pg_task {
         t.await.context("PostgreSQL endpoint")??;
+    }
+    if let Some(pushes) = pushes {
+        // What was pushed is replayed and detected, and the small files merged, before the end.
+        println!("serve: finishing the replay and detection of the pushes");
+        tokio::task::spawn_blocking(move || pushes.finish())
+            .await
+            .context("the push endpoint's last pass")?;
     }
     println!("serve: stopped");
     Ok(())

@@ -2,7 +2,8 @@
 //!
 //! Flags are recomputed whole from one snapshot (so they are reproducible and
 //! a rule change applies everywhere); a run is skipped when neither the
-//! replayed data nor the rules changed since the last one.
+//! replayed data nor the rules changed since the last one, unless that one was
+//! scoped (a stream's pass: some accounts' features left as they were).
 
 pub mod eval;
 pub mod rules;
@@ -180,6 +181,7 @@ pub fn run_scoped(
         && prev.replay == replayed
         && prev.analysis == analysed
         && prev.rules == fingerprint
+        && !prev.scoped
     {
         return Ok(DetectReport {
             unchanged: true,
@@ -253,6 +255,7 @@ pub fn run_scoped(
         analysis: analysed,
         rules: fingerprint,
         window_end_ms: window_end,
+        scoped: scope.is_some(),
     })?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     report.version = Some(txn.commit(serde_json::to_value(&report).unwrap_or_default())?);
@@ -273,7 +276,8 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, DetectError> {
 }
 
 /// Detection's checkpoint: the replay checkpoint it followed, the fingerprint of the rules it ran
-/// (with their parameters) and of the features' definitions, and the window end.
+/// (with their parameters) and of the features' definitions, the window end, and whether it was
+/// scoped.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DetectStage {
@@ -283,6 +287,13 @@ pub struct DetectStage {
     pub analysis: Option<crate::analysis::AnalysisStage>,
     pub rules: String,
     pub window_end_ms: i64,
+    /// Only some accounts' features were recomputed (a pass of the stream or of the push
+    /// endpoint, `replay --rejudge`, `detect --bench-scope`): the others' rows may be those of an
+    /// earlier window end, so the next run that is not scoped runs even with nothing new (absent,
+    /// `false`, in whole runs' checkpoints and in those written before it existed; a build older
+    /// than it refuses a checkpoint that has it, until a whole run writes one without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scoped: bool,
 }
 
 impl crate::lake::Stage for DetectStage {

@@ -323,6 +323,9 @@ pub struct Derive {
     touched: std::collections::BTreeSet<String>,
     /// The next slice of accounts to refresh.
     slice: usize,
+    /// The last detection run recomputed every account's features: a forced run after a scoped
+    /// one (or a failed one) runs detection whole even when nothing new was replayed.
+    exact: bool,
 }
 
 impl Derive {
@@ -340,6 +343,7 @@ impl Derive {
             resident: Default::default(),
             touched: Default::default(),
             slice: 0,
+            exact: false,
         }
     }
 
@@ -352,7 +356,15 @@ impl Derive {
         })
     }
 
-    /// Replays what is new, then runs detection if due (or `force`); counts go to `report`.
+    /// Whether the last detection run was whole: the features and flags are then those a batch
+    /// run would make of the lake as it was (while nothing new is replayed).
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// Replays what is new, then runs detection if due; `force` runs it now, and whole (every
+    /// account's features) when anything was replayed or the last run was scoped. Counts go to
+    /// `report`.
     pub fn run(
         &mut self,
         lake: &Lake,
@@ -386,7 +398,7 @@ impl Derive {
         let due = self
             .last_detect
             .is_none_or(|t| t.elapsed() >= self.detect_interval);
-        if self.detect_due && (due || force) {
+        if (self.detect_due && due) || (force && (self.detect_due || !self.exact)) {
             let started = Instant::now();
             // The first run and the last are whole: the features table starts and ends exact.
             let scope = (!force && self.last_detect.is_some()).then(|| {
@@ -414,10 +426,16 @@ impl Derive {
                     tracing::error!(error = %e, "detection failed; flags unchanged, tried again after the interval");
                     report.detect_errors += 1;
                     self.last_detect = Some(started);
+                    // Its features may have been committed before a rule failed.
+                    self.exact = false;
                     return Ok(());
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    self.exact = false;
+                    return Err(e.into());
+                }
             };
+            self.exact = scope.is_none();
             self.slice = (self.slice + 1) % ACCOUNT_SLICES;
             self.touched.clear();
             self.last_detect = Some(started);

@@ -7,13 +7,14 @@
 //! commit is durable, with the lake version and the counts. A retried body
 //! (same bytes) is recognised by its fingerprint and adds nothing. Requests
 //! carry `Authorization: Bearer TOKEN`; the token is compared by its SHA-256
-//! in constant time. Replay and detection follow in the background, coalesced,
+//! in constant time. Replay and detection follow on a thread of their own, coalesced
+//! and scoped as the stream's passes are, whole again once the pushes rest,
 //! and the stream's compaction thread keeps the lake's files few and vacuumed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -45,6 +46,10 @@ pub struct PushConfig {
     /// The same for the tables every detection pass rewrites whole
     /// ([`super::StreamOptions::rewrites_retain`]).
     pub rewrites_retain: Duration,
+    /// After this long with no push, a last detection run recomputes every account (the runs
+    /// that follow pushes recompute the accounts they touched and one slice of the others, as
+    /// the stream's passes do), so that the flags at rest are those of a batch run.
+    pub rest: Duration,
 }
 
 impl PushConfig {
@@ -56,8 +61,27 @@ impl PushConfig {
             detect_interval: Duration::from_secs(2),
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
             rewrites_retain: super::REWRITES_RETAIN,
+            rest: REST,
         }
     }
+}
+
+/// How long the pushes rest before the detection run that recomputes every account
+/// ([`PushConfig::rest`]).
+pub const REST: Duration = Duration::from_secs(10);
+
+/// Messages to the replay and detection thread.
+enum Wake {
+    /// A push committed.
+    Pushed,
+    /// The server is shutting down: a last pass, then stop ([`PushHandle::finish`]).
+    Finish,
+}
+
+/// The replay and detection thread, once started.
+struct Worker {
+    tx: Sender<Wake>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Clone)]
@@ -65,32 +89,65 @@ struct PushState {
     cfg: Arc<PushConfig>,
     /// One commit at a time.
     commit: Arc<tokio::sync::Mutex<()>>,
-    /// New data since the last replay; the derive worker runs while set.
-    dirty: Arc<AtomicBool>,
-    derive: Arc<std::sync::Mutex<Derive>>,
+    /// The replay and detection thread, started by the first push that commits
+    /// ([`spawn_derive`]); `None` inside when it could not start.
+    derive: Arc<std::sync::OnceLock<Option<Worker>>>,
     /// Bodies being read.
     uploads: Arc<tokio::sync::Semaphore>,
-    /// Asks the maintenance thread for a compaction; the thread is started when the first replay
-    /// and detection run after a push ends ([`spawn_maintenance`]), so a server that is pushed
-    /// nothing never writes to its lake.
-    maintain: Arc<std::sync::OnceLock<Option<std::sync::mpsc::Sender<()>>>>,
 }
 
-/// The router of `POST /ingest`.
-pub fn router(cfg: PushConfig) -> Router {
-    let derive = Derive::new(cfg.rules.clone(), cfg.detect_interval, 2);
+/// Ends the push endpoint's background work when the server shuts down ([`PushHandle::finish`]).
+pub struct PushHandle {
+    derive: Arc<std::sync::OnceLock<Option<Worker>>>,
+}
+
+impl PushHandle {
+    /// Tells the replay and detection thread to make its last pass and waits for it (blocking):
+    /// what was pushed is replayed, detection runs whole if the last run was scoped (or new data
+    /// came), the maintenance thread ends after its call under way, then what is left of the small
+    /// files is merged and the removed files due are vacuumed, as `vigie stream` does on SIGTERM.
+    /// Nothing to do when no push was committed. Called after the server stopped taking requests.
+    pub fn finish(self) {
+        let Some(Some(worker)) = self.derive.get() else {
+            return;
+        };
+        // A thread that already stopped has logged why.
+        let _ = worker.tx.send(Wake::Finish);
+        let thread = worker
+            .thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(t) = thread
+            && t.join().is_err()
+        {
+            tracing::error!("the push endpoint's replay and detection thread panicked");
+        }
+    }
+}
+
+/// The router of `POST /ingest`, and the handle that ends its background work.
+pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
+    let derive = Arc::new(std::sync::OnceLock::new());
     let state = PushState {
         cfg: Arc::new(cfg),
         commit: Arc::new(tokio::sync::Mutex::new(())),
-        dirty: Arc::new(AtomicBool::new(false)),
-        derive: Arc::new(std::sync::Mutex::new(derive)),
+        derive: Arc::clone(&derive),
         uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
-        maintain: Arc::new(std::sync::OnceLock::new()),
     };
-    Router::new()
+    let router = Router::new()
         .route("/ingest", post(ingest))
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(state)
+        .with_state(state);
+    (router, PushHandle { derive })
+}
+
+/// The settings of the stream's compaction and vacuum, for the pushed lake (nothing is followed).
+fn maintenance_options(cfg: &PushConfig) -> super::StreamOptions {
+    let mut opts = super::StreamOptions::new(PathBuf::new(), cfg.rules.clone());
+    opts.vacuum_retain = cfg.vacuum_retain;
+    opts.rewrites_retain = cfg.rewrites_retain;
+    opts
 }
 
 /// Starts the maintenance `vigie stream` runs beside its passes, for the pushed lake: the
@@ -99,9 +156,11 @@ pub fn router(cfg: PushConfig) -> Router {
 /// pass rewrites and [`PushConfig::vacuum_retain`] for the others; the shared caches' entries of
 /// removed files dropped). Without it every push would leave files of its own in each partition
 /// it touched, and the tables each pass rewrites would keep every removed file on disk. The
-/// thread ends when the router's last state is dropped; `None` when it could not start (logged),
-/// and the endpoint then works without it.
-fn spawn_maintenance(cfg: &PushConfig) -> Option<std::sync::mpsc::Sender<()>> {
+/// thread ends after its call under way when its sender is dropped; `None` when it could not
+/// start (logged), and the endpoint then works without it.
+fn spawn_maintenance(
+    cfg: &PushConfig,
+) -> Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)> {
     let lake = match crate::catalog::open(&cfg.lake) {
         Ok(l) => l,
         Err(e) => {
@@ -110,17 +169,12 @@ fn spawn_maintenance(cfg: &PushConfig) -> Option<std::sync::mpsc::Sender<()>> {
         }
     };
     let (tx, rx) = std::sync::mpsc::channel::<()>();
-    // The stream's compaction settings; nothing is followed.
-    let mut opts = super::StreamOptions::new(PathBuf::new(), cfg.rules.clone());
-    opts.vacuum_retain = cfg.vacuum_retain;
-    opts.rewrites_retain = cfg.rewrites_retain;
+    let opts = maintenance_options(cfg);
     let spawned = std::thread::Builder::new()
         .name("vigie-push-maintenance".into())
-        .spawn(move || {
-            super::compact_loop(&lake, &opts, rx, &std::sync::Mutex::new(()));
-        });
+        .spawn(move || super::compact_loop(&lake, &opts, rx, &std::sync::Mutex::new(())));
     match spawned {
-        Ok(_) => Some(tx),
+        Ok(thread) => Some((tx, thread)),
         Err(e) => {
             tracing::error!(error = %e, "the push endpoint's compaction and vacuum could not start; not tried again until restarted");
             None
@@ -245,9 +299,11 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
             )
         }
         Ok(Ok(r)) => {
-            if r.version.is_some() {
-                st.dirty.store(true, Ordering::SeqCst);
-                spawn_derive(&st);
+            if r.version.is_some()
+                && let Some(worker) = st.derive.get_or_init(|| spawn_derive(&st.cfg))
+            {
+                // A thread that stopped has logged why; the commit stands.
+                let _ = worker.tx.send(Wake::Pushed);
             }
             json(
                 StatusCode::OK,
@@ -376,54 +432,165 @@ const CONFLICT_RETRIES: u32 = 3;
 /// Pause before the first such retry (twice it before the second, and so on).
 const CONFLICT_PAUSE: Duration = Duration::from_millis(200);
 
-/// Runs replay and detection in the background until no new data is waiting.
-fn spawn_derive(st: &PushState) {
-    let st = st.clone();
-    tokio::task::spawn_blocking(move || {
-        let Ok(lake) = crate::catalog::open(&st.cfg.lake) else {
-            return;
-        };
-        loop {
-            {
-                // One worker at a time; a push arriving meanwhile sets `dirty` again.
-                let Ok(mut derive) = st.derive.try_lock() else {
-                    return;
-                };
-                let mut conflicts = 0;
-                while st.dirty.swap(false, Ordering::SeqCst) {
-                    let mut report = super::StreamReport::default();
-                    let result = derive.run(&lake, true, &mut report);
-                    let retried = matches!(&result, Err(e) if e.is_conflict())
-                        && conflicts < CONFLICT_RETRIES;
-                    // The pushes' and the replay's files wait to be merged whatever the detection
-                    // did (a rule that fails must not stop the compaction and the vacuum); not
-                    // before a retry, which a compaction committing meanwhile would conflict with.
-                    if !retried
-                        && let Some(tx) = st.maintain.get_or_init(|| spawn_maintenance(&st.cfg))
-                    {
-                        // A closed thread is no reason to stop.
-                        let _ = tx.send(());
-                    }
-                    match result {
-                        Ok(()) => conflicts = 0,
-                        // A compaction (or another writer) committed meanwhile: run again from the
-                        // lake after a pause, a few times; then the next push runs it.
-                        Err(e) if retried => {
-                            conflicts += 1;
-                            tracing::warn!(conflict = %e, "concurrent commit; replay after a push retried");
-                            std::thread::sleep(CONFLICT_PAUSE * conflicts);
-                            st.dirty.store(true, Ordering::SeqCst);
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, "replay or detection after a push failed; tried again at the next push");
-                        }
+/// Starts the thread that replays the pushes and runs detection ([`derive_loop`]); `None` when
+/// it could not start (logged: the pushes are still committed, and wait for a replay).
+fn spawn_derive(cfg: &Arc<PushConfig>) -> Option<Worker> {
+    let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+    let cfg = Arc::clone(cfg);
+    let spawned = std::thread::Builder::new()
+        .name("vigie-push-derive".into())
+        .spawn(move || derive_loop(&cfg, &rx));
+    match spawned {
+        Ok(thread) => Some(Worker {
+            tx,
+            thread: std::sync::Mutex::new(Some(thread)),
+        }),
+        Err(e) => {
+            tracing::error!(error = %e, "the push endpoint's replay and detection could not start; not tried again until restarted");
+            None
+        }
+    }
+}
+
+/// Replay and detection after pushes, as the stream's replay thread runs them: each wake-up
+/// (one push or many) replays what is new, and detection runs when its interval allows,
+/// scoped to the accounts touched since the last run plus one slice of the others
+/// ([`Derive`]); once no push came for [`PushConfig::rest`], one run recomputes every account,
+/// so that the flags at rest are those of a batch run. After each run the maintenance thread
+/// is asked for a compaction. A run that fails (a rule included) is tried again at the next
+/// push. At [`Wake::Finish`], or when the endpoint is dropped, a last pass as `vigie stream`'s
+/// on SIGTERM ([`last_pass`]).
+fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
+    let mut derive = Derive::new(cfg.rules.clone(), cfg.detect_interval, 2);
+    let mut lake = None;
+    let mut maintain: Option<Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)>> =
+        None;
+    let mut last_push = Instant::now();
+    // Woken by a first push.
+    let mut pushed = true;
+    let mut finish = false;
+    let mut conflicts = 0;
+    // The `force` of a run that met a concurrent commit, to run again after a pause.
+    let mut retry: Option<bool> = None;
+    // The last run failed: only a push (or the end) wakes the next one.
+    let mut failed = false;
+    loop {
+        let force = match retry.take() {
+            Some(force) => force,
+            None => {
+                if !pushed && !finish {
+                    // A push; else a detection run waiting for its interval; else, if the last run
+                    // was scoped, the rest.
+                    let wait = if failed {
+                        None
+                    } else {
+                        derive.detection_wait().or_else(|| {
+                            (!derive.exact()).then(|| cfg.rest.saturating_sub(last_push.elapsed()))
+                        })
+                    };
+                    let woke = match wait {
+                        Some(w) => rx.recv_timeout(w),
+                        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    };
+                    match woke {
+                        Ok(Wake::Pushed) => pushed = true,
+                        Ok(Wake::Finish) | Err(RecvTimeoutError::Disconnected) => finish = true,
+                        Err(RecvTimeoutError::Timeout) => {}
                     }
                 }
+                // Every push waiting is taken by this run.
+                for m in rx.try_iter() {
+                    match m {
+                        Wake::Pushed => pushed = true,
+                        Wake::Finish => finish = true,
+                    }
+                }
+                if pushed {
+                    last_push = Instant::now();
+                    failed = false;
+                }
+                let rested =
+                    !pushed && derive.detection_wait().is_none() && last_push.elapsed() >= cfg.rest;
+                pushed = false;
+                finish || rested
             }
-            // A push that found the worker busy just before it let go is not left waiting.
-            if !st.dirty.load(Ordering::SeqCst) {
-                return;
+        };
+        let lake = match &lake {
+            Some(l) => l,
+            None => match crate::catalog::open(&cfg.lake) {
+                Ok(l) => lake.insert(l),
+                Err(e) => {
+                    tracing::error!(error = %e, "replay after a push could not open the lake; tried again at the next push");
+                    if finish {
+                        return;
+                    }
+                    failed = true;
+                    continue;
+                }
+            },
+        };
+        let mut report = super::StreamReport::default();
+        let result = derive.run(lake, force, &mut report);
+        if report.detect_errors > 0 {
+            // A rule failed (the flags are as they were): not tried again before the next push.
+            failed = true;
+        }
+        let retried = matches!(&result, Err(e) if e.is_conflict()) && conflicts < CONFLICT_RETRIES;
+        // The pushes' and the replay's files wait to be merged whatever the detection did (a rule
+        // that fails must not stop the compaction and the vacuum); not before a retry, which a
+        // compaction committing meanwhile would conflict with, nor before the last pass's own.
+        // The maintenance thread starts after the first run, so a server that is pushed nothing
+        // never writes to its lake.
+        if !retried
+            && !finish
+            && let Some((tx, _)) = maintain.get_or_insert_with(|| spawn_maintenance(cfg))
+        {
+            // A closed thread is no reason to stop.
+            let _ = tx.send(());
+        }
+        match result {
+            Ok(()) => conflicts = 0,
+            // A compaction (or another writer) committed meanwhile: the same run again from the
+            // lake after a pause, a few times; then the next push runs it.
+            Err(e) if retried => {
+                conflicts += 1;
+                tracing::warn!(conflict = %e, "concurrent commit; replay after a push retried");
+                std::thread::sleep(CONFLICT_PAUSE * conflicts);
+                retry = Some(force);
+                continue;
+            }
+            Err(e) => {
+                conflicts = 0;
+                failed = true;
+                tracing::error!(error = %e, "replay or detection after a push failed; tried again at the next push");
             }
         }
-    });
+        if finish {
+            last_pass(lake, cfg, maintain.flatten());
+            return;
+        }
+    }
+}
+
+/// The end of the push endpoint's work, as `vigie stream`'s last pass: the maintenance thread
+/// ends after its call under way, then what is left of the small files is merged (whatever the
+/// size) and the removed files due are vacuumed, on this thread.
+fn last_pass(
+    lake: &crate::lake::Lake,
+    cfg: &PushConfig,
+    maintain: Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)>,
+) {
+    if let Some((tx, thread)) = maintain {
+        drop(tx);
+        if thread.join().is_err() {
+            tracing::error!("the push endpoint's compaction thread panicked");
+        }
+    }
+    let opts = maintenance_options(cfg);
+    let mut report = super::StreamReport::default();
+    super::log_background(
+        "compaction",
+        super::compact_once(lake, &opts, None, &mut report),
+    );
+    super::log_background("vacuum", super::vacuum_once(lake, &opts, &mut report));
 }

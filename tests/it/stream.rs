@@ -265,6 +265,108 @@ fn killed_twenty_times_the_stream_equals_a_batch_run() {
     );
 }
 
+/// A lake holding the sample's first three fifths of lines, detected whole by a new [`Derive`],
+/// then its last two fifths replayed and detected by a scoped pass: the 20 accounts that play only
+/// in the first part keep the features of the first window end. Returns the lake's path, the lake
+/// and the derive.
+///
+/// [`Derive`]: vigie::stream::Derive
+fn after_a_scoped_pass(tag: &str) -> (PathBuf, vigie::lake::Lake, vigie::stream::Derive) {
+    use vigie::stream::{Derive, StreamReport, commit_final};
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let sample = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    let (first, rest) = lines.split_at(lines.len() * 3 / 5);
+    let (a, b) = (work.join("a.jsonl"), work.join("b.jsonl"));
+    std::fs::write(&a, first.join("\n") + "\n").unwrap();
+    std::fs::write(&b, rest.join("\n") + "\n").unwrap();
+    let path = work.join("lake");
+    let lake = vigie::lake::Lake::open(&path).unwrap();
+    commit_final(&lake, &[a]).unwrap();
+    let mut derive = Derive::new(vigie::detect::rules::RuleSource::Builtin, Duration::ZERO, 1);
+    let mut report = StreamReport::default();
+    derive.run(&lake, false, &mut report).unwrap();
+    assert!(derive.exact(), "the first run is whole");
+    commit_final(&lake, &[b]).unwrap();
+    derive.run(&lake, false, &mut report).unwrap();
+    assert_eq!((report.replays, report.detections), (2, 2));
+    assert!(!derive.exact(), "the second run is scoped");
+    assert!(detect_stage(&lake).scoped, "its checkpoint says so");
+    (path, lake, derive)
+}
+
+/// The lake's detection checkpoint (there is one).
+fn detect_stage(lake: &vigie::lake::Lake) -> vigie::detect::DetectStage {
+    let state = lake.state().unwrap();
+    state
+        .stage::<vigie::detect::DetectStage>()
+        .unwrap()
+        .unwrap()
+}
+
+/// A stream's last pass after a scoped one runs detection whole, even with nothing new to replay:
+/// the features and flags end as a batch run over the same lake makes them (before, a stream whose
+/// lines stopped after its last scoped pass ended with the untouched accounts' features of an
+/// older window end).
+#[test]
+fn the_last_pass_after_a_scoped_one_is_whole() {
+    let (path, lake, mut derive) = after_a_scoped_pass("stream-scoped-then-last");
+    let scoped = crate::common::table_rows(&path, "account_features");
+    let mut report = vigie::stream::StreamReport::default();
+    derive.run(&lake, true, &mut report).unwrap();
+    assert_eq!(
+        (report.replays, report.detections),
+        (0, 1),
+        "nothing replayed, detection run"
+    );
+    assert!(derive.exact());
+    let features = crate::common::table_rows(&path, "account_features");
+    let flags = crate::common::table_rows(&path, "flags");
+    assert_ne!(features, scoped, "the scoped pass had left accounts behind");
+    assert_batch_detection_makes(
+        &path,
+        &vigie::detect::rules::RuleSource::Builtin,
+        &features,
+        &flags,
+    );
+}
+
+/// Runs a detection forced over the whole of `lake` with `rules`, as a batch run, and checks that
+/// it makes `features` and `flags` (rows as [`crate::common::table_rows`] shows them).
+fn assert_batch_detection_makes(
+    lake: &Path,
+    rules: &vigie::detect::rules::RuleSource,
+    features: &[String],
+    flags: &[String],
+) {
+    let open = vigie::lake::Lake::open(lake).unwrap();
+    let batch = vigie::detect::run_scoped(&open, rules, &Default::default(), None, true).unwrap();
+    assert!(batch.version.is_some());
+    assert_eq!(
+        crate::common::table_rows(lake, "account_features"),
+        features
+    );
+    assert_eq!(crate::common::table_rows(lake, "flags"), flags);
+}
+
+/// `vigie detect` after a stream's scoped pass recomputes every account although nothing was
+/// replayed since (it used to say "nothing changed" and keep the scoped features); once whole, it
+/// is skipped again.
+#[test]
+fn a_batch_detect_after_a_scoped_pass_is_whole() {
+    let (path, lake, _derive) = after_a_scoped_pass("stream-scoped-then-batch");
+    let scoped = crate::common::table_rows(&path, "account_features");
+    let rules = vigie::detect::rules::RuleSource::Builtin;
+    let report = vigie::detect::run(&lake, &rules, &Default::default()).unwrap();
+    assert!(!report.unchanged && report.version.is_some(), "{report:?}");
+    assert!(!detect_stage(&lake).scoped);
+    assert_ne!(crate::common::table_rows(&path, "account_features"), scoped);
+    let again = vigie::detect::run(&lake, &rules, &Default::default()).unwrap();
+    assert!(again.unchanged, "{again:?}");
+}
+
 /// A fresh work directory for a streaming test (an earlier run's removed): the directory, its
 /// followed logs directory (made, empty) and its lake's path.
 fn fresh_dirs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
@@ -373,16 +475,28 @@ fn push_app(tag: &str) -> (PathBuf, axum::Router) {
 
 /// [`push_app`] with the detection rules `rules`.
 fn push_app_with(tag: &str, rules: vigie::detect::rules::RuleSource) -> (PathBuf, axum::Router) {
+    // Not finished: the endpoint's threads make their last pass when it is dropped.
+    let (lake, app, _) = push_app_configured(tag, rules, |_| {});
+    (lake, app)
+}
+
+/// [`push_app_with`], its configuration changed by `configure` before the endpoint starts, and the
+/// handle that finishes its background work.
+fn push_app_configured(
+    tag: &str,
+    rules: vigie::detect::rules::RuleSource,
+    configure: impl FnOnce(&mut vigie::stream::push::PushConfig),
+) -> (PathBuf, axum::Router, vigie::stream::push::PushHandle) {
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
     let _ = std::fs::remove_dir_all(&work);
     let lake = work.join("lake");
     vigie::lake::Lake::open(&lake).unwrap();
-    let app = vigie::stream::push::router(vigie::stream::push::PushConfig::new(
-        lake.clone(),
-        PUSH_TOKEN,
-        rules,
-    ));
-    (lake, app)
+    let mut cfg = vigie::stream::push::PushConfig::new(lake.clone(), PUSH_TOKEN, rules);
+    // The whole detection run at rest comes a second after the last push.
+    cfg.rest = Duration::from_secs(1);
+    configure(&mut cfg);
+    let (app, handle) = vigie::stream::push::router(cfg);
+    (lake, app, handle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -473,16 +587,102 @@ async fn pushes_are_compacted_when_their_detection_fails() {
     assert!(!state.stages.contains_key("detect"), "no detection ran");
 }
 
-/// Pushes the sample in 40 bodies, then waits until the lake settles ([`settled`]): the last push
-/// replayed, at most three events files in each of its three partitions, and no commit for a
-/// second. Checks every line kept once and the Delta logs; returns the settled state.
-async fn push_in_pieces_until_settled(
-    lake: &Path,
-    app: axum::Router,
-) -> std::sync::Arc<vigie::lake::State> {
+/// The runs after pushes are scoped as the stream's passes are (the accounts touched and a slice of
+/// the others); once the pushes rest, one run recomputes every account: the features and flags at
+/// rest are those a batch run makes of the same lake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_rest_a_pushed_lake_has_the_flags_of_a_batch_run() {
+    use vigie::detect::DetectStage;
+    use vigie::replay::run::ReplayStage;
+    // Detection after every run: all but the first are scoped.
+    let (lake, app, handle) = push_app_configured(
+        "stream-push-rest",
+        root().join("queries/detect").into(),
+        |cfg| cfg.detect_interval = Duration::ZERO,
+    );
+    let last = push_in_pieces(&app).await;
+    settled(
+        &lake,
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+        |state| {
+            let replay = state.stage::<ReplayStage>().unwrap();
+            let detect = state.stage::<DetectStage>().unwrap();
+            let at_rest = replay.as_ref().is_some_and(|r| r.version >= last)
+                && detect
+                    .as_ref()
+                    .is_some_and(|d| !d.scoped && d.replay == replay);
+            (!at_rest).then(|| format!("not at rest: replay {replay:?}, detection {detect:?}"))
+        },
+    )
+    .await;
+    let (features, flags) = (
+        crate::common::table_rows(&lake, "account_features"),
+        crate::common::table_rows(&lake, "flags"),
+    );
+    // The sample is clean: no flag, and every account's features.
+    assert!(flags.is_empty() && !features.is_empty());
+    // The endpoint gone and its threads done, a batch run forced over the same lake.
+    tokio::task::spawn_blocking(move || {
+        handle.finish();
+        drop(app);
+        let rules = root().join("queries/detect").into();
+        assert_batch_detection_makes(&lake, &rules, &features, &flags);
+    })
+    .await
+    .unwrap();
+}
+
+/// The number of `events` files of each partition.
+fn events_files_per_partition(
+    state: &vigie::lake::State,
+) -> std::collections::BTreeMap<Option<String>, usize> {
+    let mut per = std::collections::BTreeMap::new();
+    for f in state.table_files("events") {
+        *per.entry(f.partition.clone()).or_default() += 1;
+    }
+    per
+}
+
+/// When the server shuts down, the endpoint's last pass replays what was pushed, runs detection
+/// whole (the last run was scoped) and merges the small files before [`PushHandle::finish`]
+/// returns, as `vigie stream` does on SIGTERM (before, the thread was left to the process's exit).
+///
+/// [`PushHandle::finish`]: vigie::stream::push::PushHandle::finish
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_the_endpoint_replays_detects_and_compacts_what_was_pushed() {
+    use vigie::detect::DetectStage;
+    use vigie::replay::run::ReplayStage;
+    // Detection after every run, and no rest within the test.
+    let (lake, app, handle) = push_app_configured(
+        "stream-push-finish",
+        root().join("queries/detect").into(),
+        |cfg| {
+            cfg.detect_interval = Duration::ZERO;
+            cfg.rest = Duration::from_secs(3600);
+        },
+    );
+    let last = push_in_pieces(&app).await;
+    tokio::task::spawn_blocking(move || handle.finish())
+        .await
+        .unwrap();
+    let state = vigie::lake::Lake::open(&lake).unwrap().state().unwrap();
+    let replay = state.stage::<ReplayStage>().unwrap();
+    assert!(
+        replay.as_ref().is_some_and(|r| r.version >= last),
+        "{replay:?}"
+    );
+    let detect = state.stage::<DetectStage>().unwrap().unwrap();
+    assert!(!detect.scoped && detect.replay == replay, "{detect:?}");
+    let per = events_files_per_partition(&state);
+    assert!(per.len() == 3 && per.values().all(|&n| n <= 3), "{per:?}");
+    drop(app);
+}
+
+/// Pushes the sample in 40 bodies, each answered 200 with a new version; returns the last version.
+async fn push_in_pieces(app: &axum::Router) -> u64 {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
-    use std::collections::BTreeMap;
     use tower::ServiceExt;
     let sample = std::fs::read_to_string(crate::common::shared_sample()).unwrap();
     let lines: Vec<&str> = sample.lines().collect();
@@ -511,13 +711,23 @@ async fn push_in_pieces_until_settled(
         let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         last = v["version"].as_u64().expect("a new push commits");
     }
-    let files_per_partition = |state: &vigie::lake::State| {
-        let mut per: BTreeMap<Option<String>, usize> = BTreeMap::new();
-        for f in state.table_files("events") {
-            *per.entry(f.partition.clone()).or_default() += 1;
-        }
-        per
-    };
+    last
+}
+
+/// Pushes the sample in 40 bodies ([`push_in_pieces`]), then waits until the lake settles
+/// ([`settled`]): the last push replayed, at most three events files in each of its three
+/// partitions, and no commit for a second. Checks every line kept once and the Delta logs; returns
+/// the settled state.
+async fn push_in_pieces_until_settled(
+    lake: &Path,
+    app: axum::Router,
+) -> std::sync::Arc<vigie::lake::State> {
+    let files_per_partition = events_files_per_partition;
+    let last = push_in_pieces(&app).await;
+    let lines = std::fs::read_to_string(crate::common::shared_sample())
+        .unwrap()
+        .lines()
+        .count();
     // Settled: the last push replayed, at most three events files in each partition, and no
     // commit for a second (the replay, detection and compaction that follow are done).
     let state = settled(lake, Duration::from_secs(1), Duration::from_secs(300), |state| {
@@ -533,10 +743,10 @@ async fn push_in_pieces_until_settled(
     .await;
     assert_eq!(files_per_partition(&state).len(), 3, "three days");
     let mut events = event_rows(lake);
-    assert_eq!(events.len(), lines.len(), "every line kept");
+    assert_eq!(events.len(), lines, "every line kept");
     events.sort();
     events.dedup();
-    assert_eq!(events.len(), lines.len(), "none twice");
+    assert_eq!(events.len(), lines, "none twice");
     // The endpoint gone, its maintenance thread ends after what it has in hand: once no commit
     // came for two seconds, the Delta logs describe exactly the live files (a check that meets a
     // table's log being written after its commit is made again).
