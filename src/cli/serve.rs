@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// --vacuum-retain-rewrites`.
     #[arg(long, default_value_t = 5, requires = "ingest_token_file")]
     vacuum_retain_rewrites: u64,
+    /// Least seconds between the starts of two detection runs after pushes (0: as soon as a
+    /// replay lands); as `vigie stream --detect-interval`.
+    #[arg(long, default_value_t = 0.0, requires = "ingest_token_file")]
+    detect_interval: f64,
     #[command(flatten)]
     sql: super::sql::ServeSqlArgs,
     #[command(flatten)]
@@ -56,6 +60,7 @@ impl ServeArgs {
             rules,
             vacuum_retain,
             vacuum_retain_rewrites,
+            detect_interval,
             sql,
             http,
         } = self;
@@ -77,6 +82,8 @@ impl ServeArgs {
                 );
                 (push.vacuum_retain, push.rewrites_retain) =
                     super::stream::retention(vacuum_retain, vacuum_retain_rewrites);
+                push.detect_interval =
+                    super::stream::seconds("detect-interval", detect_interval, 0.0)?;
                 Some(push)
             }
             None => None,

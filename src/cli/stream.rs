@@ -80,8 +80,8 @@ impl StreamArgs {
             follow,
             vigie::detect::rules::RuleSource::from_arg(rules),
         );
-        opts.commit_interval = std::time::Duration::from_secs_f64(commit_interval.max(0.01));
-        opts.detect_interval = std::time::Duration::from_secs_f64(detect_interval.max(0.0));
+        opts.commit_interval = seconds("commit-interval", commit_interval, 0.01)?;
+        opts.detect_interval = seconds("detect-interval", detect_interval, 0.0)?;
         opts.once = once;
         (opts.vacuum_retain, opts.rewrites_retain) =
             retention(vacuum_retain, vacuum_retain_rewrites);
@@ -95,6 +95,13 @@ impl StreamArgs {
         eprintln!("{}", report.summary_line());
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The option `--NAME SECONDS` as a duration of at least `least` seconds (a value below, and
+/// NaN, count as `least`); an error, never a panic, for one no duration holds (`inf`, `1e30`).
+pub(super) fn seconds(name: &str, value: f64, least: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value.max(least))
+        .map_err(|_| anyhow::anyhow!("--{name} {value}: not a number of seconds a duration holds"))
 }
 
 /// `--vacuum-retain HOURS` and `--vacuum-retain-rewrites MINUTES` (of `stream`, and of `serve`

@@ -13,6 +13,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,8 @@ pub struct PushConfig {
     /// SHA-256 of the bearer token.
     pub token_sha256: [u8; 32],
     pub rules: crate::detect::rules::RuleSource,
+    /// Least time between the starts of two detection runs (`serve --detect-interval`; none by
+    /// default, as for the stream: the runs follow the replays, which coalesce the pushes).
     pub detect_interval: Duration,
     /// The vacuum of the maintenance thread deletes files removed longer ago than this
     /// ([`super::StreamOptions::vacuum_retain`]).
@@ -58,7 +61,7 @@ impl PushConfig {
             lake,
             token_sha256: Sha256::digest(token.trim().as_bytes()).into(),
             rules,
-            detect_interval: Duration::from_secs(2),
+            detect_interval: Duration::ZERO,
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
             rewrites_retain: super::REWRITES_RETAIN,
             rest: REST,
@@ -89,6 +92,8 @@ struct PushState {
     cfg: Arc<PushConfig>,
     /// One commit at a time.
     commit: Arc<tokio::sync::Mutex<()>>,
+    /// Set under `commit` by [`PushHandle::finish`]: later pushes are answered 503.
+    closed: Arc<AtomicBool>,
     /// The replay and detection thread, started by the first push that commits
     /// ([`spawn_derive`]); `None` inside when it could not start.
     derive: Arc<std::sync::OnceLock<Option<Worker>>>,
@@ -98,6 +103,8 @@ struct PushState {
 
 /// Ends the push endpoint's background work when the server shuts down ([`PushHandle::finish`]).
 pub struct PushHandle {
+    commit: Arc<tokio::sync::Mutex<()>>,
+    closed: Arc<AtomicBool>,
     derive: Arc<std::sync::OnceLock<Option<Worker>>>,
 }
 
@@ -106,8 +113,14 @@ impl PushHandle {
     /// what was pushed is replayed, detection runs whole if the last run was scoped (or new data
     /// came), the maintenance thread ends after its call under way, then what is left of the small
     /// files is merged and the removed files due are vacuumed, as `vigie stream` does on SIGTERM.
-    /// Nothing to do when no push was committed. Called after the server stopped taking requests.
+    /// Nothing to do when no push was committed. Called after the server stopped taking requests;
+    /// a push still being committed (its connection dropped, its commit going on) is waited for,
+    /// and any later one is answered 503. Blocks: not to be called from an async task.
     pub fn finish(self) {
+        {
+            let _one = self.commit.blocking_lock();
+            self.closed.store(true, Ordering::SeqCst);
+        }
         let Some(Some(worker)) = self.derive.get() else {
             return;
         };
@@ -129,9 +142,12 @@ impl PushHandle {
 /// The router of `POST /ingest`, and the handle that ends its background work.
 pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
     let derive = Arc::new(std::sync::OnceLock::new());
+    let commit = Arc::new(tokio::sync::Mutex::new(()));
+    let closed = Arc::new(AtomicBool::new(false));
     let state = PushState {
         cfg: Arc::new(cfg),
-        commit: Arc::new(tokio::sync::Mutex::new(())),
+        commit: Arc::clone(&commit),
+        closed: Arc::clone(&closed),
         derive: Arc::clone(&derive),
         uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
     };
@@ -139,7 +155,14 @@ pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
         .route("/ingest", post(ingest))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state);
-    (router, PushHandle { derive })
+    (
+        router,
+        PushHandle {
+            commit,
+            closed,
+            derive,
+        },
+    )
 }
 
 /// The settings of the stream's compaction and vacuum, for the pushed lake (nothing is followed).
@@ -284,10 +307,36 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
             );
         }
     };
-    let guard = st.commit.lock().await;
-    let cfg = Arc::clone(&st.cfg);
-    let result = tokio::task::spawn_blocking(move || commit_spooled(&cfg, &path)).await;
-    drop(guard);
+    let guard = Arc::clone(&st.commit).lock_owned().await;
+    if st.closed.load(Ordering::SeqCst) {
+        let _ = tokio::fs::remove_file(&path).await;
+        let mut res = json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({ "error": "the server is shutting down: send again shortly" }),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        return res;
+    }
+    let committing = st.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        // Held until the commit and its wake-up are done, even if the request is dropped
+        // meanwhile: the last pass ([`PushHandle::finish`]) waits for them.
+        let _one = guard;
+        let r = commit_spooled(&committing.cfg, &path);
+        if let Ok(r) = &r
+            && r.files_unreadable == 0
+            && r.version.is_some()
+            && let Some(worker) = committing
+                .derive
+                .get_or_init(|| spawn_derive(&committing.cfg))
+        {
+            // A thread that stopped has logged why; the commit stands.
+            let _ = worker.tx.send(Wake::Pushed);
+        }
+        r
+    })
+    .await;
     match result {
         Ok(Ok(r)) if r.files_unreadable > 0 => {
             // The spool file could not be read (and is removed like any other): nothing of it is
@@ -298,24 +347,16 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
                 serde_json::json!({ "error": "not committed, send again" }),
             )
         }
-        Ok(Ok(r)) => {
-            if r.version.is_some()
-                && let Some(worker) = st.derive.get_or_init(|| spawn_derive(&st.cfg))
-            {
-                // A thread that stopped has logged why; the commit stands.
-                let _ = worker.tx.send(Wake::Pushed);
-            }
-            json(
-                StatusCode::OK,
-                serde_json::json!({
-                    "version": r.version,
-                    "lines": r.lines_read,
-                    "valid": r.lines_valid,
-                    "quarantined": r.lines_quarantined,
-                    "corrupt": r.files_corrupt,
-                }),
-            )
-        }
+        Ok(Ok(r)) => json(
+            StatusCode::OK,
+            serde_json::json!({
+                "version": r.version,
+                "lines": r.lines_read,
+                "valid": r.lines_valid,
+                "quarantined": r.lines_quarantined,
+                "corrupt": r.files_corrupt,
+            }),
+        ),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "push ingest failed");
             json(
@@ -512,6 +553,11 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
                 let rested =
                     !pushed && derive.detection_wait().is_none() && last_push.elapsed() >= cfg.rest;
                 pushed = false;
+                if finish {
+                    // The last run and the last compaction are this thread's, with no call of the
+                    // maintenance thread under way to conflict with them.
+                    stop_maintenance(maintain.take().flatten());
+                }
                 finish || rested
             }
         };
@@ -566,26 +612,27 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
             }
         }
         if finish {
-            last_pass(lake, cfg, maintain.flatten());
+            last_pass(lake, cfg);
             return;
         }
     }
 }
 
-/// The end of the push endpoint's work, as `vigie stream`'s last pass: the maintenance thread
-/// ends after its call under way, then what is left of the small files is merged (whatever the
-/// size) and the removed files due are vacuumed, on this thread.
-fn last_pass(
-    lake: &crate::lake::Lake,
-    cfg: &PushConfig,
-    maintain: Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)>,
-) {
+/// Ends the maintenance thread: after the calls it has in hand (the one under way, and one more
+/// if one was asked meanwhile), and waits for it.
+fn stop_maintenance(maintain: Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)>) {
     if let Some((tx, thread)) = maintain {
         drop(tx);
         if thread.join().is_err() {
             tracing::error!("the push endpoint's compaction thread panicked");
         }
     }
+}
+
+/// The end of the push endpoint's work, after its last run, as `vigie stream`'s last pass: what
+/// is left of the small files is merged (whatever the size) and the removed files due are
+/// vacuumed, on this thread (the maintenance thread has ended).
+fn last_pass(lake: &crate::lake::Lake, cfg: &PushConfig) {
     let opts = maintenance_options(cfg);
     let mut report = super::StreamReport::default();
     super::log_background(

@@ -409,6 +409,43 @@ fn verify_exit_codes() {
     );
 }
 
+/// Durations given in seconds that no duration holds are refused with the option named, never a
+/// panic (`vigie stream --commit-interval inf` panicked in `Duration::from_secs_f64`).
+#[test]
+fn seconds_no_duration_holds_are_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (follow, lake) = (dir.path().join("logs"), dir.path().join("lake"));
+    std::fs::create_dir_all(&follow).unwrap();
+    let (follow, lake) = (follow.to_str().unwrap(), lake.to_str().unwrap());
+    for (option, value) in [("--commit-interval", "inf"), ("--detect-interval", "1e30")] {
+        let out = vigie(&[
+            "stream", "--follow", follow, "--lake", lake, "--once", option, value,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {err}");
+        assert!(err.contains(option) && !err.contains("panicked"), "{err}");
+    }
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-token-of-sixteen-chars").unwrap();
+    let out = vigie(&[
+        "serve",
+        "--lake",
+        lake,
+        "--addr",
+        "127.0.0.1:0",
+        "--ingest-token-file",
+        token.to_str().unwrap(),
+        "--detect-interval",
+        "inf",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--detect-interval") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn docs_tables_md_is_what_the_code_generates() {
     let generated = stdout(&["docs", "tables"]);

@@ -740,17 +740,15 @@ fn lake_check_beside_a_writer_reports_no_false_problem() {
         .collect();
     // The first piece before the check starts, so that every table the check reads has a log.
     vigie::stream::commit_final(&vigie::catalog::open(&lake).unwrap(), &files[..1]).unwrap();
-    let done = std::sync::atomic::AtomicBool::new(false);
     let checks = std::thread::scope(|s| {
-        s.spawn(|| {
+        let writer = s.spawn(|| {
             let writer = vigie::catalog::open(&lake).unwrap();
             for f in &files[1..] {
                 vigie::stream::commit_final(&writer, std::slice::from_ref(f)).unwrap();
             }
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         let mut checks = 0;
-        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        while !writer.is_finished() {
             let problems: Vec<String> = vigie::catalog::open(&lake)
                 .unwrap()
                 .check_delta()

@@ -622,6 +622,7 @@ async fn at_rest_a_pushed_lake_has_the_flags_of_a_batch_run() {
     );
     // The sample is clean: no flag, and every account's features.
     assert!(flags.is_empty() && !features.is_empty());
+    assert!(scoped_detections(&lake) > 0, "some runs were scoped");
     // The endpoint gone and its threads done, a batch run forced over the same lake.
     tokio::task::spawn_blocking(move || {
         handle.finish();
@@ -631,6 +632,18 @@ async fn at_rest_a_pushed_lake_has_the_flags_of_a_batch_run() {
     })
     .await
     .unwrap();
+}
+
+/// The detection commits of the lake's log that were scoped.
+fn scoped_detections(lake: &Path) -> usize {
+    let open = vigie::lake::Lake::open(lake).unwrap();
+    let latest = open.state().unwrap().version;
+    (1..=latest)
+        .filter(|&v| {
+            let commit = open.read_commit(v).unwrap();
+            commit.op == "detect" && commit.stages["detect"]["scoped"] == serde_json::json!(true)
+        })
+        .count()
 }
 
 /// The number of `events` files of each partition.
@@ -663,6 +676,17 @@ async fn finishing_the_endpoint_replays_detects_and_compacts_what_was_pushed() {
         },
     );
     let last = push_in_pieces(&app).await;
+    // The last push replayed and detected by a scoped run.
+    settled(&lake, Duration::ZERO, Duration::from_secs(300), |state| {
+        let replay = state.stage::<ReplayStage>().unwrap();
+        let detect = state.stage::<DetectStage>().unwrap();
+        let scoped = replay.as_ref().is_some_and(|r| r.version >= last)
+            && detect
+                .as_ref()
+                .is_some_and(|d| d.scoped && d.replay == replay);
+        (!scoped).then(|| format!("replay {replay:?}, detection {detect:?}"))
+    })
+    .await;
     tokio::task::spawn_blocking(move || handle.finish())
         .await
         .unwrap();
@@ -676,7 +700,18 @@ async fn finishing_the_endpoint_replays_detects_and_compacts_what_was_pushed() {
     assert!(!detect.scoped && detect.replay == replay, "{detect:?}");
     let per = events_files_per_partition(&state);
     assert!(per.len() == 3 && per.values().all(|&n| n <= 3), "{per:?}");
-    drop(app);
+    // Finished, the endpoint takes no more pushes.
+    use tower::ServiceExt;
+    let r = app
+        .oneshot(
+            axum::http::Request::post("/ingest")
+                .header("authorization", format!("Bearer {PUSH_TOKEN}"))
+                .body(axum::body::Body::from("{}\n"))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
 }
 
 /// Pushes the sample in 40 bodies, each answered 200 with a new version; returns the last version.
