@@ -15,6 +15,13 @@ lake's commit log gives, for each chunk:
 
 It prints p50/p95/p99/max of both and the streamer's RSS every 10 s.
 
+With --push, no file is written: `vigie serve --ingest-token-file` runs on the
+lake instead, and each server's lines are sent to `POST /ingest` every
+--push-interval seconds (one body per server, one after the other, as servers
+that push would); the commit latency is then the answer's, and the flag latency
+runs from the moment a body was sent to the first `detect` commit whose replay
+covers the version the answer gave.
+
   python3 scripts/stream_latency.py --vigie target/release/vigie \
       --source /tmp/sim --work /tmp/stream-bench --rate 10000 --seconds 300
 
@@ -26,6 +33,7 @@ run measures the steady state of a full detection window instead of its fill.
 
 import argparse
 import heapq
+import http.client
 import glob
 import gzip
 import json
@@ -74,6 +82,31 @@ class Server:
             self.fh = None
 
 
+class Fleet:
+    """The servers' lines in timestamp order, as a fleet writing "now" would."""
+
+    def __init__(self, streams):
+        self.streams = streams
+        self.heap = [(sv.ts, k) for k, sv in enumerate(streams) if sv.line is not None]
+        heapq.heapify(self.heap)
+
+    def __bool__(self):
+        return bool(self.heap)
+
+    def take(self, n):
+        """The next `n` lines, by (server index, the file they are written to)."""
+        out = {}
+        while n > 0 and self.heap:
+            _, k = heapq.heappop(self.heap)
+            sv = self.streams[k]
+            out.setdefault((k, sv.out), []).append(sv.line)
+            sv.advance()
+            if sv.line is not None:
+                heapq.heappush(self.heap, (sv.ts, k))
+            n -= 1
+        return out
+
+
 def servers(src, follow):
     by_dir = {}
     for f in sorted(glob.glob(os.path.join(src, "**", "*.jsonl*"), recursive=True)):
@@ -111,8 +144,16 @@ def main():
     ap.add_argument("--lake-from", help="copy this lake as the starting lake")
     ap.add_argument("--lake", help="stream into this lake in place (it is not removed)")
     ap.add_argument("--stream-args", default="",
-                    help="more arguments for vigie stream, e.g. \"--analyse-share 0\"")
+                    help="more arguments for vigie stream (or serve, with --push), e.g. \"--analyse-share 0\"")
+    ap.add_argument("--push", action="store_true",
+                    help="send the lines to vigie serve's POST /ingest instead of writing files")
+    ap.add_argument("--push-interval", type=float, default=1.0, help="seconds between two bodies of a server")
+    ap.add_argument("--port", type=int, default=18480, help="port of vigie serve with --push")
     args = ap.parse_args()
+    if args.push:
+        if not (args.lake or args.lake_from):
+            raise SystemExit("--push needs a lake to serve: --lake or --lake-from")
+        return push_main(args)
 
     shutil.rmtree(args.work, ignore_errors=True)
     follow = os.path.join(args.work, "logs")
@@ -139,24 +180,13 @@ def main():
     owed = 0.0
     fed = 0
     next_mem = 0.0
-    # The servers' lines in timestamp order, as a fleet writing "now" would.
-    heap = [(sv.ts, k) for k, sv in enumerate(streams) if sv.line is not None]
-    heapq.heapify(heap)
+    fleet = Fleet(streams)
     offsets = {}
-    while time.time() - start < args.seconds and heap:
+    while time.time() - start < args.seconds and fleet:
         owed += per_tick
         n = int(owed)
         owed -= n
-        out = {}
-        while n > 0 and heap:
-            _, k = heapq.heappop(heap)
-            sv = streams[k]
-            out.setdefault(sv.out, []).append(sv.line)
-            sv.advance()
-            if sv.line is not None:
-                heapq.heappush(heap, (sv.ts, k))
-            n -= 1
-        for path, lines in out.items():
+        for (_, path), lines in fleet.take(n).items():
             data = b"".join(lines)
             with open(path, "ab") as fh:
                 fh.write(data)
@@ -180,19 +210,8 @@ def main():
     with open(os.path.join(args.work, "stream.log"), "rb") as fh:
         err = fh.read()
 
-    commits = []
-    for f in sorted(glob.glob(os.path.join(lake, "_vigie", "log", "*.json"))):
-        if f.endswith(".checkpoint.json"):
-            continue
-        with open(f) as fh:
-            commits.append(json.load(fh))
-    commits.sort(key=lambda c: c["version"])
+    commits, detects = commits_of(lake)
     stream_commits = [c for c in commits if c["op"] == "stream"]
-    detects = []
-    for c in commits:
-        if c["op"] == "detect":
-            rep = (c.get("stages", {}).get("detect", {}) or {}).get("replay") or {}
-            detects.append((rep.get("version", -1), c["time_ms"]))
     # Per file: (commit version, time, offset) in order.
     by_file = {}
     for c in stream_commits:
@@ -221,11 +240,149 @@ def main():
         "chunks_measured": len(flag_lat),
         "stream_commits": len(stream_commits),
         "detect_runs": len(detects),
+        **latency_stats(commit_lat, flag_lat, windows),
+        "rss_kb": memory,
+        "summary": err.decode(errors="replace").strip().splitlines()[-1:] if err else [],
+    }
+    print(json.dumps(result, indent=1))
+
+
+def latency_stats(commit_lat, flag_lat, windows):
+    """The percentiles of the commit and flag latencies (ms), and of the latter per 5 minutes."""
+    return {
         "commit_latency_ms": {p: round(pct(commit_lat, p)) for p in (50, 95, 99, 100)} if commit_lat else None,
         "flag_latency_ms": {p: round(pct(flag_lat, p)) for p in (50, 95, 99, 100)} if flag_lat else None,
         "flag_latency_ms_per_5_min": {
             f"{w * 5}-{w * 5 + 5} min": {p: round(pct(xs, p)) for p in (50, 99)} for w, xs in sorted(windows.items())
         },
+    }
+
+
+def commits_of(lake):
+    """The lake's commits (`_vigie/log`), by version; and the detect runs: (replay version, time)."""
+    commits = []
+    for f in sorted(glob.glob(os.path.join(lake, "_vigie", "log", "*.json"))):
+        if f.endswith(".checkpoint.json"):
+            continue
+        with open(f) as fh:
+            commits.append(json.load(fh))
+    commits.sort(key=lambda c: c["version"])
+    detects = []
+    for c in commits:
+        if c["op"] == "detect":
+            rep = (c.get("stages", {}).get("detect", {}) or {}).get("replay") or {}
+            detects.append((rep.get("version", -1), c["time_ms"]))
+    return commits, detects
+
+
+def push_main(args):
+    """--push: the same feed sent to `vigie serve`'s POST /ingest (see the module's doc)."""
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    lake = os.path.abspath(args.lake) if args.lake else os.path.join(args.work, "lake")
+    if args.lake_from:
+        shutil.copytree(args.lake_from, lake, symlinks=True)
+    token = "stream-latency-push-token"
+    token_file = os.path.join(args.work, "token")
+    with open(token_file, "w") as fh:
+        fh.write(token)
+    streams = servers(args.source, args.work)
+    errlog = open(os.path.join(args.work, "serve.log"), "wb")
+    proc = subprocess.Popen(
+        [args.vigie, "serve", "--lake", lake, "--addr", f"127.0.0.1:{args.port}",
+         "--ingest-token-file", token_file]
+        + (["--rules", args.rules] if args.rules else [])
+        + args.stream_args.split(),
+        stdout=subprocess.DEVNULL,
+        stderr=errlog,
+        env=dict(os.environ, VIGIE_LOG=os.environ.get("VIGIE_LOG", "info")),
+    )
+    deadline = time.time() + 120
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=120)
+            conn.connect()
+            break
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                raise SystemExit("vigie serve did not start")
+            time.sleep(0.2)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
+    sent = []  # (wall ms when first sent, version, lines, answer wall ms)
+    errors = 0
+    memory = []
+    per_tick = args.rate * args.push_interval
+    start = time.time()
+    owed = 0.0
+    fed = 0
+    next_mem = 0.0
+    fleet = Fleet(streams)
+    tick = 0
+    while time.time() - start < args.seconds and fleet:
+        owed += per_tick
+        n = int(owed)
+        owed -= n
+        for _, lines in sorted(fleet.take(n).items()):
+            body = b"".join(lines)
+            first = time.time() * 1000.0
+            while True:
+                try:
+                    conn.request("POST", "/ingest", body=body, headers=headers)
+                    r = conn.getresponse()
+                    answer = r.read()
+                except (OSError, http.client.HTTPException):
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=120)
+                    errors += 1
+                    time.sleep(0.2)
+                    continue
+                if r.status == 200:
+                    v = json.loads(answer).get("version")
+                    sent.append((first, v, len(lines), time.time() * 1000.0))
+                    break
+                errors += 1
+                time.sleep(0.2)
+            fed += len(lines)
+        now = time.time() - start
+        if now >= next_mem:
+            memory.append((round(now), rss_kb(proc.pid)))
+            next_mem += 60
+        tick += 1
+        sleep = start + args.push_interval * tick - time.time()
+        if sleep > 0:
+            time.sleep(sleep)
+    feed_seconds = time.time() - start
+    time.sleep(8)
+    memory.append((round(time.time() - start), rss_kb(proc.pid)))
+    conn.close()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=600)
+    errlog.close()
+    with open(os.path.join(args.work, "serve.log"), "rb") as fh:
+        err = fh.read()
+    _, detects = commits_of(lake)
+    commit_lat, flag_lat = [], []
+    windows = {}
+    for t, v, n, answered in sent:
+        if v is None:
+            continue
+        commit_lat.append(answered - t)
+        d = next((dt for rv, dt in detects if rv >= v), None)
+        if d is not None:
+            flag_lat.append(d - t)
+            windows.setdefault(int((t / 1000.0 - start) // 300), []).append(d - t)
+    result = {
+        "mode": "push",
+        "rate_target": args.rate,
+        "push_interval_s": args.push_interval,
+        "lines_fed": fed,
+        "feed_seconds": round(feed_seconds, 1),
+        "rate_achieved": round(fed / feed_seconds),
+        "bodies": len(sent),
+        "bodies_measured": len(flag_lat),
+        "push_errors": errors,
+        "detect_runs": len(detects),
+        **latency_stats(commit_lat, flag_lat, windows),
         "rss_kb": memory,
         "summary": err.decode(errors="replace").strip().splitlines()[-1:] if err else [],
     }
