@@ -161,6 +161,7 @@ def main():
     os.makedirs(follow)
     if args.lake_from:
         shutil.copytree(args.lake_from, lake, symlinks=True)
+    before = latest_version(lake)
     streams = servers(args.source, follow)
 
     errlog = open(os.path.join(args.work, "stream.log"), "wb")
@@ -210,7 +211,7 @@ def main():
     with open(os.path.join(args.work, "stream.log"), "rb") as fh:
         err = fh.read()
 
-    commits, detects = commits_of(lake)
+    commits, detects = commits_of(lake, before)
     stream_commits = [c for c in commits if c["op"] == "stream"]
     # Per file: (commit version, time, offset) in order.
     by_file = {}
@@ -258,14 +259,27 @@ def latency_stats(commit_lat, flag_lat, windows):
     }
 
 
-def commits_of(lake):
-    """The lake's commits (`_vigie/log`), by version; and the detect runs: (replay version, time)."""
+def latest_version(lake):
+    """The latest version of a lake's log (-1 for none: a new lake)."""
+    versions = [-1]
+    for f in glob.glob(os.path.join(lake, "_vigie", "log", "*.json")):
+        head = os.path.basename(f).split(".")[0]
+        if head.isdigit():
+            versions.append(int(head))
+    return max(versions)
+
+
+def commits_of(lake, after=-1):
+    """The lake's commits (`_vigie/log`) after version `after` (those of the run, not of the lake it
+    started from), by version; and the detect runs among them: (replay version, time)."""
     commits = []
     for f in sorted(glob.glob(os.path.join(lake, "_vigie", "log", "*.json"))):
         if f.endswith(".checkpoint.json"):
             continue
         with open(f) as fh:
-            commits.append(json.load(fh))
+            c = json.load(fh)
+        if c["version"] > after:
+            commits.append(c)
     commits.sort(key=lambda c: c["version"])
     detects = []
     for c in commits:
@@ -282,6 +296,7 @@ def push_main(args):
     lake = os.path.abspath(args.lake) if args.lake else os.path.join(args.work, "lake")
     if args.lake_from:
         shutil.copytree(args.lake_from, lake, symlinks=True)
+    before = latest_version(lake)
     token = "stream-latency-push-token"
     token_file = os.path.join(args.work, "token")
     with open(token_file, "w") as fh:
@@ -340,6 +355,10 @@ def push_main(args):
                     v = json.loads(answer).get("version")
                     sent.append((first, v, len(lines), time.time() * 1000.0))
                     break
+                if r.status != 503:
+                    # A refusal sending again cannot mend (a bad token, a body too large).
+                    proc.send_signal(signal.SIGTERM)
+                    raise SystemExit(f"POST /ingest answered {r.status}: {answer[:300]!r}")
                 errors += 1
                 time.sleep(0.2)
             fed += len(lines)
@@ -360,7 +379,7 @@ def push_main(args):
     errlog.close()
     with open(os.path.join(args.work, "serve.log"), "rb") as fh:
         err = fh.read()
-    _, detects = commits_of(lake)
+    _, detects = commits_of(lake, before)
     commit_lat, flag_lat = [], []
     windows = {}
     for t, v, n, answered in sent:

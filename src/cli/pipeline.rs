@@ -154,17 +154,21 @@ pub async fn serve(
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    vigie::serve::http::serve_on(listener, app, http.limits(), stopped(stop_rx)).await?;
-    if let Some(t) = pg_task {
-        t.await.context("PostgreSQL endpoint")??;
-    }
+    let served = vigie::serve::http::serve_on(listener, app, http.limits(), stopped(stop_rx)).await;
+    let pg = match pg_task {
+        Some(t) => t.await.context("PostgreSQL endpoint").and_then(|r| Ok(r?)),
+        None => Ok(()),
+    };
     if let Some(pushes) = pushes {
-        // What was pushed is replayed and detected, and the small files merged, before the end.
+        // What was pushed is replayed and detected, and the small files merged, before the end,
+        // whatever ended the other endpoints.
         println!("serve: finishing the replay and detection of the pushes");
         tokio::task::spawn_blocking(move || pushes.finish())
             .await
             .context("the push endpoint's last pass")?;
     }
+    served?;
+    pg?;
     println!("serve: stopped");
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! Flags are recomputed whole from one snapshot (so they are reproducible and
 //! a rule change applies everywhere); a run is skipped when neither the
 //! replayed data nor the rules changed since the last one, unless that one was
-//! scoped (a stream's pass: some accounts' features left as they were).
+//! scoped (a pass of the stream or of the push endpoint, a re-judging: some
+//! accounts' features left as they were).
 
 pub mod eval;
 pub mod rules;

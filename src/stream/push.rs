@@ -10,6 +10,8 @@
 //! in constant time. Replay and detection follow on a thread of their own, coalesced
 //! and scoped as the stream's passes are, whole again once the pushes rest,
 //! and the stream's compaction thread keeps the lake's files few and vacuumed.
+//! When the server stops, [`PushHandle::finish`] makes the last pass, as the
+//! stream does on SIGTERM.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -179,8 +181,8 @@ fn maintenance_options(cfg: &PushConfig) -> super::StreamOptions {
 /// pass rewrites and [`PushConfig::vacuum_retain`] for the others; the shared caches' entries of
 /// removed files dropped). Without it every push would leave files of its own in each partition
 /// it touched, and the tables each pass rewrites would keep every removed file on disk. The
-/// thread ends after its call under way when its sender is dropped; `None` when it could not
-/// start (logged), and the endpoint then works without it.
+/// thread ends when its sender is dropped, after the calls it has in hand ([`stop_maintenance`]);
+/// `None` when it could not start (logged), and the endpoint then works without it.
 fn spawn_maintenance(
     cfg: &PushConfig,
 ) -> Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)> {
@@ -307,9 +309,12 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
             );
         }
     };
+    // From here the spooled body is removed however the request ends (dropped while it waits
+    // for the commit lock, refused, or committed).
+    let spooled = Spooled(path);
     let guard = Arc::clone(&st.commit).lock_owned().await;
     if st.closed.load(Ordering::SeqCst) {
-        let _ = tokio::fs::remove_file(&path).await;
+        drop(spooled);
         let mut res = json(
             StatusCode::SERVICE_UNAVAILABLE,
             serde_json::json!({ "error": "the server is shutting down: send again shortly" }),
@@ -323,7 +328,8 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
         // Held until the commit and its wake-up are done, even if the request is dropped
         // meanwhile: the last pass ([`PushHandle::finish`]) waits for them.
         let _one = guard;
-        let r = commit_spooled(&committing.cfg, &path);
+        let r = commit_spooled(&committing.cfg, &spooled.0);
+        drop(spooled);
         if let Ok(r) = &r
             && r.files_unreadable == 0
             && r.version.is_some()
@@ -451,19 +457,26 @@ async fn spool(cfg: &PushConfig, body: Body) -> Result<PathBuf, SpoolError> {
     result
 }
 
-/// Ingests a spooled body in one commit, then removes the spool file.
+/// A spooled body in the inbox, removed when dropped: committed or not, it is not needed again
+/// (the sender sends again on any answer but 200).
+struct Spooled(PathBuf);
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Ingests a spooled body in one commit.
 fn commit_spooled(
     cfg: &PushConfig,
     path: &std::path::Path,
 ) -> Result<crate::ingest::IngestReport, String> {
-    let result = crate::catalog::open(&cfg.lake)
+    crate::catalog::open(&cfg.lake)
         .map_err(|e| e.to_string())
         .and_then(|lake| {
             super::commit_final(&lake, &[path.to_path_buf()]).map_err(|e| e.to_string())
-        });
-    // Committed or not, the spool file is not needed: the caller sends again on failure.
-    let _ = std::fs::remove_file(path);
-    result
+        })
 }
 
 /// Times a replay and detection run after a push that met a concurrent commit is run again after
@@ -499,7 +512,7 @@ fn spawn_derive(cfg: &Arc<PushConfig>) -> Option<Worker> {
 /// ([`Derive`]); once no push came for [`PushConfig::rest`], one run recomputes every account,
 /// so that the flags at rest are those of a batch run. After each run the maintenance thread
 /// is asked for a compaction. A run that fails (a rule included) is tried again at the next
-/// push. At [`Wake::Finish`], or when the endpoint is dropped, a last pass as `vigie stream`'s
+/// push; one that keeps meeting concurrent commits, after the rest or at the next push. At [`Wake::Finish`], or when the endpoint is dropped, a last pass as `vigie stream`'s
 /// on SIGTERM ([`last_pass`]).
 fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
     let mut derive = Derive::new(cfg.rules.clone(), cfg.detect_interval, 2);
@@ -515,6 +528,8 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
     let mut retry: Option<bool> = None;
     // The last run failed: only a push (or the end) wakes the next one.
     let mut failed = false;
+    // A run whose concurrent commits outlasted its retries: run again then, if no push came first.
+    let mut again: Option<Instant> = None;
     loop {
         let force = match retry.take() {
             Some(force) => force,
@@ -525,9 +540,13 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
                     let wait = if failed {
                         None
                     } else {
-                        derive.detection_wait().or_else(|| {
-                            (!derive.exact()).then(|| cfg.rest.saturating_sub(last_push.elapsed()))
-                        })
+                        let rest =
+                            (!derive.exact()).then(|| cfg.rest.saturating_sub(last_push.elapsed()));
+                        let again = again.map(|t| t.saturating_duration_since(Instant::now()));
+                        [derive.detection_wait(), rest, again]
+                            .into_iter()
+                            .flatten()
+                            .min()
                     };
                     let woke = match wait {
                         Some(w) => rx.recv_timeout(w),
@@ -550,6 +569,7 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
                     last_push = Instant::now();
                     failed = false;
                 }
+                again = None;
                 let rested =
                     !pushed && derive.detection_wait().is_none() && last_push.elapsed() >= cfg.rest;
                 pushed = false;
@@ -604,6 +624,11 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
                 std::thread::sleep(CONFLICT_PAUSE * conflicts);
                 retry = Some(force);
                 continue;
+            }
+            Err(e) if e.is_conflict() => {
+                conflicts = 0;
+                again = Some(Instant::now() + cfg.rest);
+                tracing::warn!(conflict = %e, "concurrent commits outlasted the retries; replay after a push tried again after the rest or at the next push");
             }
             Err(e) => {
                 conflicts = 0;
