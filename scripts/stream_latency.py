@@ -202,14 +202,7 @@ def main():
         if sleep > 0:
             time.sleep(sleep)
     feed_seconds = time.time() - start
-    # Let the last chunk reach the flags, then stop.
-    time.sleep(8)
-    memory.append((round(time.time() - start), rss_kb(proc.pid)))
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=120)
-    errlog.close()
-    with open(os.path.join(args.work, "stream.log"), "rb") as fh:
-        err = fh.read()
+    err = stop(proc, errlog, memory, start, 120)
 
     commits, detects = commits_of(lake, before)
     stream_commits = [c for c in commits if c["op"] == "stream"]
@@ -257,6 +250,18 @@ def latency_stats(commit_lat, flag_lat, windows):
             f"{w * 5}-{w * 5 + 5} min": {p: round(pct(xs, p)) for p in (50, 99)} for w, xs in sorted(windows.items())
         },
     }
+
+
+def stop(proc, errlog, memory, start, timeout):
+    """Lets the last lines reach the flags (8 s), samples the process's memory once more, stops it
+    with SIGTERM (its last pass may take up to `timeout` seconds) and returns its log."""
+    time.sleep(8)
+    memory.append((round(time.time() - start), rss_kb(proc.pid)))
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=timeout)
+    errlog.close()
+    with open(errlog.name, "rb") as fh:
+        return fh.read()
 
 
 def latest_version(lake):
@@ -371,14 +376,8 @@ def push_main(args):
         if sleep > 0:
             time.sleep(sleep)
     feed_seconds = time.time() - start
-    time.sleep(8)
-    memory.append((round(time.time() - start), rss_kb(proc.pid)))
     conn.close()
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=600)
-    errlog.close()
-    with open(os.path.join(args.work, "serve.log"), "rb") as fh:
-        err = fh.read()
+    err = stop(proc, errlog, memory, start, 600)
     _, detects = commits_of(lake, before)
     commit_lat, flag_lat = [], []
     windows = {}

@@ -113,7 +113,7 @@ pub struct PushHandle {
 impl PushHandle {
     /// Tells the replay and detection thread to make its last pass and waits for it (blocking):
     /// what was pushed is replayed, detection runs whole if the last run was scoped (or new data
-    /// came), the maintenance thread ends after its call under way, then what is left of the small
+    /// came), the maintenance thread ends after the calls it has in hand, then what is left of the small
     /// files is merged and the removed files due are vacuumed, as `vigie stream` does on SIGTERM.
     /// Nothing to do when no push was committed. Called after the server stopped taking requests;
     /// a push still being committed (its connection dropped, its commit going on) is waited for,
