@@ -11,7 +11,8 @@
 //! and scoped as the stream's passes are, whole again once the pushes rest,
 //! and the stream's compaction thread keeps the lake's files few and vacuumed.
 //! When the server stops, [`PushHandle::finish`] makes the last pass, as the
-//! stream does on SIGTERM.
+//! stream does on SIGTERM; a server started again after one killed before its
+//! last pass replays and detects what that one left at once ([`router`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -96,8 +97,8 @@ struct PushState {
     commit: Arc<tokio::sync::Mutex<()>>,
     /// Set under `commit` by [`PushHandle::finish`]: later pushes are answered 503.
     closed: Arc<AtomicBool>,
-    /// The replay and detection thread, started by the first push that commits
-    /// ([`spawn_derive`]); `None` inside when it could not start.
+    /// The replay and detection thread, started by the first push that commits, or at once on
+    /// work an earlier process left ([`spawn_derive`]); `None` inside when it could not start.
     derive: Arc<std::sync::OnceLock<Option<Worker>>>,
     /// Bodies being read.
     uploads: Arc<tokio::sync::Semaphore>,
@@ -115,7 +116,7 @@ impl PushHandle {
     /// what was pushed is replayed, detection runs whole if the last run was scoped (or new data
     /// came), the maintenance thread ends after the calls it has in hand, then what is left of the small
     /// files is merged and the removed files due are vacuumed, as `vigie stream` does on SIGTERM.
-    /// Nothing to do when no push was committed. Called after the server stopped taking requests;
+    /// Nothing to do when no push was committed and nothing was left to catch up. Called after the server stopped taking requests;
     /// a push still being committed (its connection dropped, its commit going on) is waited for,
     /// and any later one is answered 503. Blocks: not to be called from an async task.
     pub fn finish(self) {
@@ -142,12 +143,31 @@ impl PushHandle {
 }
 
 /// The router of `POST /ingest`, and the handle that ends its background work.
+///
+/// An earlier process's leftovers are taken up at once: spooled bodies it left in the inbox
+/// ([`sweep_inbox`]) are removed, and when its pushes were not all replayed and detected (it was
+/// killed before its last pass), the replay and detection thread starts now, not at the next push.
 pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
+    let cfg = Arc::new(cfg);
+    sweep_inbox(&cfg.lake, STALE_SPOOL);
     let derive = Arc::new(std::sync::OnceLock::new());
+    match left_undone(&cfg.lake) {
+        Ok(false) => {}
+        Ok(true) => {
+            tracing::info!(
+                "the lake holds pushes not yet replayed or detected: their replay and detection start now"
+            );
+            let _ = derive.set(spawn_derive(&cfg));
+        }
+        // The first push tries again (and says why if it fails).
+        Err(e) => {
+            tracing::warn!(error = %e, "could not tell whether the lake holds pushes not yet replayed")
+        }
+    }
     let commit = Arc::new(tokio::sync::Mutex::new(()));
     let closed = Arc::new(AtomicBool::new(false));
     let state = PushState {
-        cfg: Arc::new(cfg),
+        cfg,
         commit: Arc::clone(&commit),
         closed: Arc::clone(&closed),
         derive: Arc::clone(&derive),
@@ -165,6 +185,66 @@ pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
             derive,
         },
     )
+}
+
+/// How old a spooled body must be for [`router`] to remove it as left by an earlier process (a
+/// live one's spool files are written, or wait for the commit lock, for much less).
+const STALE_SPOOL: Duration = Duration::from_secs(3600);
+
+/// Removes from `LAKE/_vigie/inbox/` the spooled bodies (whole or partial) last written more than
+/// `older_than` ago: a process killed while it read or committed a body leaves it there, and its
+/// sender, who had no answer 200, sends it again (a body that was committed adds nothing the
+/// second time). Returns how many were removed.
+fn sweep_inbox(lake: &std::path::Path, older_than: Duration) -> usize {
+    let Ok(dir) = std::fs::read_dir(lake.join("_vigie/inbox")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let spooled = (name.starts_with("push-") && name.ends_with(".jsonl"))
+            || (name.starts_with(".push-") && name.ends_with(".part"));
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= older_than);
+        if spooled && stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            removed,
+            "spooled bodies left in the inbox by an earlier process removed (their senders send them again)"
+        );
+    }
+    removed
+}
+
+/// Whether the lake at `dir` holds work for the replay and detection thread that an earlier
+/// process left: events committed after the replay's checkpoint, or a detection behind the
+/// replay, or scoped (its last pass did not run). `false` for a lake that does not exist or holds
+/// no events.
+fn left_undone(dir: &std::path::Path) -> Result<bool, crate::lake::LakeError> {
+    use crate::detect::DetectStage;
+    use crate::replay::run::ReplayStage;
+    if !dir.join("_vigie/log").is_dir() {
+        return Ok(false);
+    }
+    let state = crate::lake::Lake::open_existing(dir)?.state()?;
+    let replay = state.stage::<ReplayStage>()?;
+    let since = replay.map_or(0, |r| r.version);
+    let unreplayed = state
+        .table_files("events")
+        .any(|f| f.data_version() > since);
+    let undetected = replay.is_some()
+        && state
+            .stage::<DetectStage>()?
+            .is_none_or(|d| d.scoped || d.replay != replay);
+    Ok(unreplayed || undetected)
 }
 
 /// The settings of the stream's compaction and vacuum, for the pushed lake (nothing is followed).
@@ -520,7 +600,7 @@ fn derive_loop(cfg: &PushConfig, rx: &Receiver<Wake>) {
     let mut maintain: Option<Option<(Sender<()>, std::thread::JoinHandle<super::StreamReport>)>> =
         None;
     let mut last_push = Instant::now();
-    // Woken by a first push.
+    // Woken by a first push (or started on work an earlier process left: [`router`]).
     let mut pushed = true;
     let mut finish = false;
     let mut conflicts = 0;
@@ -665,4 +745,45 @@ fn last_pass(lake: &crate::lake::Lake, cfg: &PushConfig) {
         super::compact_once(lake, &opts, None, &mut report),
     );
     super::log_background("vacuum", super::vacuum_once(lake, &opts, &mut report));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_removes_only_old_spooled_bodies() {
+        let lake = std::env::temp_dir().join(format!("vigie-sweep-{}", std::process::id()));
+        let inbox = lake.join("_vigie/inbox");
+        std::fs::create_dir_all(&inbox).unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(7200);
+        let write = |name: &str, aged: bool| {
+            let p = inbox.join(name);
+            std::fs::write(&p, "{}\n").unwrap();
+            if aged {
+                std::fs::File::options()
+                    .write(true)
+                    .open(&p)
+                    .unwrap()
+                    .set_modified(old)
+                    .unwrap();
+            }
+            p
+        };
+        let left = [
+            write("push-1-00aa.jsonl", true),
+            write(".push-00bb.part", true),
+        ];
+        let kept = [
+            write("push-2-00cc.jsonl", false),
+            write(".push-00dd.part", false),
+            write("notes.txt", true),
+        ];
+        assert_eq!(sweep_inbox(&lake, STALE_SPOOL), 2);
+        assert!(left.iter().all(|p| !p.exists()));
+        assert!(kept.iter().all(|p| p.exists()));
+        // No inbox: nothing to do.
+        assert_eq!(sweep_inbox(&lake.join("none"), STALE_SPOOL), 0);
+        let _ = std::fs::remove_dir_all(&lake);
+    }
 }

@@ -714,6 +714,92 @@ async fn finishing_the_endpoint_replays_detects_and_compacts_what_was_pushed() {
     assert_eq!(r.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
 }
 
+/// A server killed before its last pass leaves pushes committed but not replayed, and spooled
+/// bodies in the inbox: started again, the endpoint replays and detects them at once (before,
+/// only at the next push) and removes the bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_endpoint_catches_up_what_the_killed_one_left() {
+    use vigie::detect::DetectStage;
+    use vigie::replay::run::ReplayStage;
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-push-restart");
+    let _ = std::fs::remove_dir_all(&work);
+    let lake = work.join("lake");
+    // What the killed server committed: the sample's lines, not replayed.
+    crate::common::quiet_ingest(&lake, &crate::common::shared_sample());
+    let ingested = vigie::lake::Lake::open(&lake)
+        .unwrap()
+        .state()
+        .unwrap()
+        .version;
+    // And a body it was reading when killed, two hours ago.
+    let inbox = lake.join("_vigie/inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let part = inbox.join(".push-0123456789abcdef.part");
+    std::fs::write(&part, "{\"partial\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
+        .unwrap();
+    let cfg = vigie::stream::push::PushConfig::new(
+        lake.clone(),
+        PUSH_TOKEN,
+        root().join("queries/detect").into(),
+    );
+    let (app, handle) = vigie::stream::push::router(cfg);
+    assert!(!part.exists(), "the stale spool file is removed");
+    // No push: replayed and detected all the same.
+    settled(&lake, Duration::ZERO, Duration::from_secs(120), |state| {
+        let replay = state.stage::<ReplayStage>().unwrap();
+        let detect = state.stage::<DetectStage>().unwrap();
+        let done = replay.as_ref().is_some_and(|r| r.version >= ingested)
+            && detect
+                .as_ref()
+                .is_some_and(|d| !d.scoped && d.replay == replay);
+        (!done).then(|| format!("replay {replay:?}, detection {detect:?}"))
+    })
+    .await;
+    // The sample is clean: every account's features, no flag.
+    assert!(!crate::common::table_rows(&lake, "account_features").is_empty());
+    assert!(crate::common::table_rows(&lake, "flags").is_empty());
+    tokio::task::spawn_blocking(move || {
+        handle.finish();
+        drop(app);
+    })
+    .await
+    .unwrap();
+}
+
+/// A lake with nothing left undone starts no work: the endpoint over the lake of a batch run
+/// writes nothing until a push comes.
+#[test]
+fn an_endpoint_over_a_lake_with_nothing_left_writes_nothing() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream-push-nothing-left");
+    let _ = std::fs::remove_dir_all(&work);
+    let lake = work.join("lake");
+    crate::common::copy_dir(crate::common::sample_lake(), &lake);
+    let before = vigie::lake::Lake::open(&lake)
+        .unwrap()
+        .state()
+        .unwrap()
+        .version;
+    let cfg = vigie::stream::push::PushConfig::new(
+        lake.clone(),
+        PUSH_TOKEN,
+        root().join("queries/detect").into(),
+    );
+    let (app, handle) = vigie::stream::push::router(cfg);
+    handle.finish();
+    drop(app);
+    let after = vigie::lake::Lake::open(&lake)
+        .unwrap()
+        .state()
+        .unwrap()
+        .version;
+    assert_eq!(before, after);
+}
+
 /// Pushes the sample in 40 bodies, each answered 200 with a new version; returns the last version.
 async fn push_in_pieces(app: &axum::Router) -> u64 {
     use axum::body::Body;
