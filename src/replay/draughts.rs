@@ -373,13 +373,9 @@ impl DraughtsRules {
     /// board allows (the piece moves, pieces jumped are taken), else stops judging the game.
     fn force(&mut self, ev: &Logged, text: &str, color: Color, cx: &mut Cx<'_>) {
         match force_apply(self.game.position(), text, color) {
-            Some(next) => {
-                let mode = if self.medieval {
-                    Mode::Medieval
-                } else {
-                    Mode::Standard
-                };
-                self.game = Game::from_position(next, mode);
+            Some((next, irreversible)) => {
+                // The draw rules' counters go on: the move counts as any other.
+                self.game.force(next, irreversible);
                 self.after_move(ev.ts(), ev.seq(), cx);
             }
             None => cx.desynced = true,
@@ -417,7 +413,9 @@ fn square_at(variant: Variant, row: i32, col: i32) -> Option<Square> {
 
 /// Applies move text as the server would have, without checking the rules: the piece of
 /// `color` on the first square goes to the last, opponent pieces jumped on the way are taken.
-pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<Position> {
+/// Returns the position after, and whether the move was irreversible (a man moved or a piece was
+/// taken).
+pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<(Position, bool)> {
     let variant = pos.variant();
     let n = d::parse_notation(variant, text).ok()?;
     let from = n.squares[0];
@@ -446,6 +444,7 @@ pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<Position>
         }
     }
     next.set_piece(from, None);
+    let taken_any = !taken.is_empty();
     for sq in taken {
         next.set_piece(sq, None);
     }
@@ -469,7 +468,9 @@ pub fn force_apply(pos: &Position, text: &str, color: Color) -> Option<Position>
         }),
     );
     next.set_turn(color.other());
-    Some(next)
+    // A man moved or a piece was taken: the draw rules' count starts again.
+    let irreversible = piece.role == Role::Man || taken_any;
+    Some((next, irreversible))
 }
 
 impl Rules for DraughtsRules {
@@ -713,13 +714,14 @@ mod tests {
     fn force_apply_moves_and_takes() {
         let pos = Position::from_fen(Variant::International, "W:W28:B23").unwrap();
         // Backwards quiet step: allowed by force, not by the rules.
-        let next = force_apply(&pos, "28-33", Color::White).unwrap();
+        let (next, irreversible) = force_apply(&pos, "28-33", Color::White).unwrap();
+        assert!(irreversible, "a man moved");
         assert!(
             next.piece_at(Variant::International.square(33).unwrap())
                 .is_some()
         );
         assert_eq!(next.turn(), Color::Black);
-        let next = force_apply(&pos, "28x19", Color::White).unwrap();
+        let (next, _) = force_apply(&pos, "28x19", Color::White).unwrap();
         assert!(
             next.piece_at(Variant::International.square(23).unwrap())
                 .is_none()

@@ -282,6 +282,36 @@ impl Game {
         Ok(outcome)
     }
 
+    /// Follows a transition the rules do not allow (a server that accepted an illegal move, as
+    /// a replay must): the position becomes `next`, which is counted as one ply like any move,
+    /// `irreversible` when a man moved or a piece was taken. The draw rules' counters and the
+    /// repetitions go on from where they were (a new game from `next` would start them again).
+    /// In Medieval mode a selection still pending counts as done.
+    ///
+    /// ```
+    /// use vigie_rules::games::draughts::{Color, Game, Position, Variant};
+    ///
+    /// let mut g = Game::new(Variant::Brazilian);
+    /// let mut next = *g.position();
+    /// next.set_turn(Color::Black);
+    /// g.force(next, false);
+    /// assert_eq!((g.ply(), g.quiet_plies()), (1, 1));
+    /// ```
+    pub fn force(&mut self, next: Position, irreversible: bool) {
+        let mover = self.position.turn();
+        self.position = next;
+        self.ply += 1;
+        if irreversible {
+            self.quiet_plies = 0;
+            self.history.clear();
+        } else {
+            self.quiet_plies += 1;
+        }
+        self.history.push(next);
+        self.selected = [true; 2];
+        self.status = self.compute_status(!next.has_pieces(mover));
+    }
+
     fn compute_status(&self, mover_wiped_out: bool) -> Status {
         let pos = &self.position;
         let to_move = pos.turn();
@@ -332,5 +362,31 @@ mod tests {
         // Medieval needs the Brazilian board.
         let g = Game::from_position(Position::new(Variant::International), Mode::Medieval);
         assert_eq!(g.mode(), Mode::Standard);
+    }
+
+    #[test]
+    fn a_forced_move_keeps_the_draw_counters() {
+        // Two kings: the same squares with either side to move.
+        let a = Position::from_fen(Variant::Brazilian, "W:WK29:BK4").unwrap();
+        let mut b = a;
+        b.set_turn(Color::Black);
+        let mut g = Game::from_position(a, Mode::Standard);
+        for next in [b, a, b, a] {
+            g.force(next, false);
+        }
+        // As after four moves: a third occurrence of the first position draws.
+        assert_eq!((g.ply(), g.quiet_plies(), g.repetitions()), (4, 4, 3));
+        assert_eq!(g.draw_reasons(), vec![DrawReason::Repetition]);
+        assert_eq!(
+            g.status(),
+            Status::Draw {
+                reason: DrawReason::Repetition
+            }
+        );
+        // A man moved or a piece taken starts them again.
+        let mut g = Game::from_position(a, Mode::Standard);
+        g.force(b, false);
+        g.force(a, true);
+        assert_eq!((g.ply(), g.quiet_plies(), g.repetitions()), (2, 0, 1));
     }
 }
