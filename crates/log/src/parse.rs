@@ -754,6 +754,13 @@ fn mv(f: &mut Fields<'_>) -> Result<Move, Reject> {
             ),
         ));
     }
+    // The server records a pass when nothing can move, at once (log-format.md: "a pass has 0").
+    if action == MoveAction::Pass && attempt.accepted() && attempt.think_ms != 0 {
+        return Err(invalid(
+            "think_ms",
+            format!("a pass has 0, got {}", attempt.think_ms),
+        ));
+    }
     let duels = if f.has("duels") {
         if !matches!(action, MoveAction::Draughts(_)) {
             return Err(Reject::NotAllowed {
@@ -1078,6 +1085,12 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
                     ),
                 ));
             }
+            if syntax::is_raw_address(value) {
+                return Err(invalid(
+                    format!("players[{i}].{name}"),
+                    "an opaque hash made by the server, never a raw address",
+                ));
+            }
         }
         if players.iter().any(|q: &Player| q.seat == seat) {
             return Err(invalid(
@@ -1108,6 +1121,35 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
             format!("expected {expected_players} players, got {}", players.len()),
         ));
     }
+    // The list's order is rules.md's (log-format.md): white then black, p1 then p2; for Ludo, the
+    // first player then the others in seat order (red, green, yellow, blue, around the board).
+    let rank: Vec<usize> = players
+        .iter()
+        .filter_map(|p| kind.seats().iter().position(|s| *s == p.seat))
+        .collect();
+    let descents = rank.windows(2).filter(|w| w[1] < w[0]).count();
+    let in_order = if kind == Kind::Ludo {
+        // A rotation of seat order: exactly one step down around the circle (the wrap included).
+        let wrap = usize::from(rank.first() < rank.last());
+        descents + wrap == 1
+    } else {
+        descents == 0
+    };
+    if !in_order {
+        let listed: Vec<&str> = players.iter().map(|p| p.seat.as_str()).collect();
+        return Err(invalid(
+            "players",
+            format!(
+                "listed {}, not in seat order ({})",
+                listed.join(", "),
+                if kind == Kind::Ludo {
+                    "the first player, then red, green, yellow, blue around the board"
+                } else {
+                    "as rules.md lists the seats"
+                }
+            ),
+        ));
+    }
     if kind == Kind::Ludo
         && expected_players == 2
         && players
@@ -1122,36 +1164,56 @@ fn game_started(f: &mut Fields<'_>) -> Result<GameStarted, Reject> {
         return Err(invalid("currency", "must not be empty"));
     }
     let c: ClockIn = f.typed("clock", "a clock object")?;
-    let get = |v: Option<i64>, name: &'static str| -> Result<u32, Reject> {
+    // The clock is the platform's for the kind (log-format.md, rules.md), the variant's for Ludo:
+    // a game logged with another was not played under the platform's rules, and the replay,
+    // which times every turn by it, would judge its timeouts by the wrong limit.
+    let ludo = match &variant {
+        Some(Variant::Ludo(v)) => Some((v.turn_s, v.max_timeouts)),
+        _ => None,
+    };
+    let get = |v: Option<i64>, name: &'static str, rule: u32| -> Result<u32, Reject> {
         let field = format!("clock.{name}");
-        match v {
-            Some(v) => positive(v, &field),
-            None => Err(Reject::MissingField(field)),
+        let v = match v {
+            Some(v) => positive(v, &field)?,
+            None => return Err(Reject::MissingField(field)),
+        };
+        if v != rule {
+            let whose = if ludo.is_some() {
+                "the variant's".to_string()
+            } else {
+                format!("the platform's for {kind}")
+            };
+            return Err(invalid(field, format!("must be {rule}, {whose}, got {v}")));
         }
+        Ok(v)
     };
     let clock = match kind {
         Kind::Draughts10 => Clock {
-            move_s: Some(get(c.move_s, "move_s")?),
+            move_s: Some(get(c.move_s, "move_s", 30)?),
             ..Clock::default()
         },
         Kind::Draughts8 => Clock {
-            move_s: Some(get(c.move_s, "move_s")?),
-            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
+            move_s: Some(get(c.move_s, "move_s", 60)?),
+            max_timeouts: Some(get(c.max_timeouts, "max_timeouts", 3)?),
             select_s: if mode == Mode::Medieval {
-                Some(get(c.select_s, "select_s")?)
+                Some(get(c.select_s, "select_s", 20)?)
             } else {
                 None
             },
             turn_s: None,
         },
-        Kind::Ludo => Clock {
-            turn_s: Some(get(c.turn_s, "turn_s")?),
-            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
-            ..Clock::default()
-        },
+        Kind::Ludo => {
+            // A Ludo game always has its variant (checked above).
+            let (turn_s, max_timeouts) = ludo.unwrap_or_default();
+            Clock {
+                turn_s: Some(get(c.turn_s, "turn_s", turn_s)?),
+                max_timeouts: Some(get(c.max_timeouts, "max_timeouts", max_timeouts)?),
+                ..Clock::default()
+            }
+        }
         Kind::Belote => Clock {
-            move_s: Some(get(c.move_s, "move_s")?),
-            max_timeouts: Some(get(c.max_timeouts, "max_timeouts")?),
+            move_s: Some(get(c.move_s, "move_s", 30)?),
+            max_timeouts: Some(get(c.max_timeouts, "max_timeouts", 3)?),
             ..Clock::default()
         },
     };
@@ -1342,6 +1404,129 @@ mod tests {
             code(&START.replace("dv-51a0", "a\\u0007b")),
             "invalid_value"
         );
+    }
+
+    #[test]
+    fn ip_and_device_are_never_raw_addresses() {
+        for raw in [
+            "203.0.113.7",
+            "203.0.113.7:443",
+            "2001:db8::1",
+            "[2001:db8::1]:443",
+            "::ffff:10.0.0.1",
+            "00:1a:2b:3c:4d:5e",
+            "00-1A-2B-3C-4D-5E",
+        ] {
+            assert_eq!(
+                code(&START.replace("ip-9c2e", raw)),
+                "invalid_value",
+                "{raw}"
+            );
+            assert_eq!(
+                code(&START.replace("dv-e33f", raw)),
+                "invalid_value",
+                "{raw}"
+            );
+        }
+        // Hashes, whatever their encoding, even with the separators of an address.
+        for hash in [
+            "9c2e51a0",
+            "ip-9c2e",
+            "a.b.c.d",
+            "1.2.3",
+            "sha256:9f86d081884c7d659a2feaa0c55ad015",
+            "00:1a:2b:3c:4d",
+            "00:1a-2b:3c:4d:5e",
+        ] {
+            assert_eq!(code(&START.replace("ip-9c2e", hash)), "ok", "{hash}");
+        }
+    }
+
+    #[test]
+    fn the_clock_is_the_platforms_for_the_kind_and_the_variants_for_ludo() {
+        assert_eq!(code(START), "ok");
+        assert_eq!(
+            code(&START.replace("{\"move_s\":30}", "{\"move_s\":3600}")),
+            "invalid_value"
+        );
+        assert_eq!(code(&LUDO_START), "ok");
+        for clock in [
+            "{\"turn_s\":15,\"max_timeouts\":3}",
+            "{\"turn_s\":10,\"max_timeouts\":5}",
+        ] {
+            let text = LUDO_START.replace("{\"turn_s\":10,\"max_timeouts\":3}", clock);
+            assert_eq!(code(&text), "invalid_value", "{clock}");
+        }
+        // A variant with other settings carries them in its clock.
+        let slow = LUDO_START.replace("\"turn_s\":10", "\"turn_s\":20");
+        assert_eq!(code(&slow), "ok");
+        let Body::GameStarted(g) = line(&slow).unwrap().body else {
+            panic!("not a start")
+        };
+        assert_eq!(g.clock.turn_s, Some(20));
+        let brazilian = START
+            .replace("draughts10", "draughts8")
+            .replace("{\"move_s\":30}", "{\"move_s\":60,\"max_timeouts\":3}");
+        assert_eq!(code(&brazilian), "ok");
+        assert_eq!(
+            code(&brazilian.replace("\"max_timeouts\":3", "\"max_timeouts\":4")),
+            "invalid_value"
+        );
+    }
+
+    #[test]
+    fn players_are_listed_in_seat_order() {
+        let swapped = START
+            .replace("\"seat\":\"white\"", "\"seat\":\"w\"")
+            .replace("\"seat\":\"black\"", "\"seat\":\"white\"")
+            .replace("\"seat\":\"w\"", "\"seat\":\"black\"");
+        assert_eq!(code(&swapped), "invalid_value");
+        // Ludo: the first player, then around the board.
+        let yellow_first = LUDO_START
+            .replace("\"seat\":\"red\"", "\"seat\":\"r\"")
+            .replace("\"seat\":\"yellow\"", "\"seat\":\"red\"")
+            .replace("\"seat\":\"r\"", "\"seat\":\"yellow\"");
+        assert_eq!(code(&yellow_first), "ok");
+        let four = |seats: [&str; 4]| {
+            let players: Vec<String> = seats
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    format!(
+                        "{{\"account\":\"acc-{i}\",\"seat\":\"{s}\",\"ip\":\"ip-{i}\",\"device\":\"dv-{i}\"}}"
+                    )
+                })
+                .collect();
+            let start = LUDO_START
+                .replace("\"players\":2", "\"players\":4")
+                .replace("\"tokens\":2", "\"tokens\":4");
+            let from = start.find("\"players\":[").unwrap();
+            let to = from + start[from..].find(']').unwrap() + 1;
+            code(&format!(
+                "{}\"players\":[{}]{}",
+                &start[..from],
+                players.join(","),
+                &start[to..]
+            ))
+        };
+        assert_eq!(four(["red", "green", "yellow", "blue"]), "ok");
+        assert_eq!(four(["yellow", "blue", "red", "green"]), "ok");
+        assert_eq!(four(["blue", "red", "green", "yellow"]), "ok");
+        assert_eq!(four(["red", "yellow", "green", "blue"]), "invalid_value");
+        assert_eq!(four(["green", "red", "yellow", "blue"]), "invalid_value");
+    }
+
+    #[test]
+    fn an_accepted_pass_has_no_think_time() {
+        let pass = LUDO_MOVE.replace("\"token\":1", "\"pass\":true");
+        assert_eq!(code(&pass), "invalid_value");
+        assert_eq!(code(&pass.replace("2609", "0")), "ok");
+        // A rejected attempt to pass is timed as any attempt.
+        let rejected = pass.replace(
+            "\"status\":\"accepted\"",
+            "\"status\":\"rejected\",\"reason\":\"illegal\"",
+        );
+        assert_eq!(code(&rejected), "ok");
     }
 
     #[test]

@@ -137,6 +137,26 @@ pub fn is_hash_text(s: &str) -> bool {
     !s.is_empty() && s.chars().count() <= MAX_HASH_CHARS && !s.chars().any(char::is_control)
 }
 
+/// Whether `s` is a raw network address rather than a hash (log-format.md: `ip` and `device` are
+/// "never raw addresses"): an IPv4 or IPv6 address, with or without a port, or a MAC address
+/// (six pairs of hex digits separated by `:` or `-`).
+pub fn is_raw_address(s: &str) -> bool {
+    if !s.contains(['.', ':', '-']) {
+        return false;
+    }
+    if s.parse::<std::net::IpAddr>().is_ok() || s.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    let b = s.as_bytes();
+    b.len() == 17
+        && b.chunks(3).enumerate().all(|(i, c)| {
+            c[0].is_ascii_hexdigit()
+                && c[1].is_ascii_hexdigit()
+                && (i == 5 || c.get(2).is_some_and(|&sep| sep == b':' || sep == b'-'))
+        })
+        && (b[2] == b[5] && b[5] == b[8] && b[8] == b[11] && b[11] == b[14])
+}
+
 fn is_id_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'.' || c == b'_' || c == b'-'
 }
