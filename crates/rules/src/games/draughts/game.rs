@@ -266,19 +266,8 @@ impl Game {
                 text: m.to_full_string(),
             });
         }
-        let mover = self.position.turn();
         let (next, outcome) = medieval::apply_duels(&self.position, m, duels)?;
-        let irreversible = m.is_capture() || m.role() == Role::Man;
-        self.position = next;
-        self.ply += 1;
-        if irreversible {
-            self.quiet_plies = 0;
-            self.history.clear();
-        } else {
-            self.quiet_plies += 1;
-        }
-        self.history.push(next);
-        self.status = self.compute_status(!next.has_pieces(mover));
+        self.advance(next, m.is_capture() || m.role() == Role::Man);
         Ok(outcome)
     }
 
@@ -298,6 +287,12 @@ impl Game {
     /// assert_eq!((g.ply(), g.quiet_plies()), (1, 1));
     /// ```
     pub fn force(&mut self, next: Position, irreversible: bool) {
+        self.selected = [true; 2];
+        self.advance(next, irreversible);
+    }
+
+    /// The position after a move, one ply on: the draw rules' counters and the status follow.
+    fn advance(&mut self, next: Position, irreversible: bool) {
         let mover = self.position.turn();
         self.position = next;
         self.ply += 1;
@@ -308,7 +303,6 @@ impl Game {
             self.quiet_plies += 1;
         }
         self.history.push(next);
-        self.selected = [true; 2];
         self.status = self.compute_status(!next.has_pieces(mover));
     }
 
