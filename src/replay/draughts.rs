@@ -5,7 +5,7 @@ use super::context::{Cx, Draw, Logged, Rules};
 use super::finding::Code;
 use super::rows::{DepartureRow, MoveRow};
 use crate::games::draughts::{
-    self as d, Color, Duel, Game, Illegal, Mode, Piece, Position, Role, Square, Status, Variant,
+    self as d, Color, Duel, Game, Illegal, Piece, Position, Role, Square, Status, Variant,
 };
 use crate::lake::record::Ts;
 use crate::log::{Body, EndReason, Kind, LeftReason, MoveAction, Seat, TimeoutOutcome};

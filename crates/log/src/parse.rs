@@ -1449,7 +1449,7 @@ mod tests {
             code(&START.replace("{\"move_s\":30}", "{\"move_s\":3600}")),
             "invalid_value"
         );
-        assert_eq!(code(&LUDO_START), "ok");
+        assert_eq!(code(LUDO_START), "ok");
         for clock in [
             "{\"turn_s\":15,\"max_timeouts\":3}",
             "{\"turn_s\":10,\"max_timeouts\":5}",
