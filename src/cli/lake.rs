@@ -1,4 +1,4 @@
-//! `vigie lake`: lake maintenance; `check` reads every table's Delta log against Vigie's log.
+//! `vigie lake`: lake maintenance; `check` reads every table's Delta log against Vigie's log, `sync` rolls them forward.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +27,17 @@ enum LakeCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Finishes what a killed or failed writer left, as the next writing command would: its
+    /// files no commit names are deleted, and every table's Delta log is rolled forward to the
+    /// latest Vigie commit, so that Delta readers (DuckDB, polars, Spark) see what Vigie does.
+    Sync {
+        /// Lake directory.
+        #[arg(long, default_value = "data/lake")]
+        lake: PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl LakeArgs {
@@ -34,8 +45,29 @@ impl LakeArgs {
     pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
         match self.cmd {
             LakeCmd::Check { lake, json } => check(&lake, json),
+            LakeCmd::Sync { lake, json } => sync(&lake, json),
         }
     }
+}
+
+/// `vigie lake sync`: a writer's recovery, and what it wrote to the Delta logs.
+fn sync(lake: &Path, json: bool) -> Result<ExitCode> {
+    let lake = super::open_existing(lake)?;
+    let (_writer, report) = lake
+        .recovering_writer()
+        .context("rolling the Delta logs forward")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "lake sync: every Delta log follows the latest Vigie commit; {} Delta commits and {} checkpoints written, {} logs created, {} schemas evolved",
+            report.commits,
+            report.checkpoints,
+            report.created.len(),
+            report.evolved.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `vigie lake check`: exit 0 when every table is consistent, 1 otherwise.
@@ -66,7 +98,17 @@ fn check(lake: &Path, json: bool) -> Result<ExitCode> {
                 println!("  {p}");
             }
         }
-        println!("lake check: {} tables, {problems} problems", checks.len());
+        let behind = checks.iter().filter(|c| c.behind > 0).count();
+        if behind > 0 {
+            // A writer killed or failed between its commit and its Delta commits (or one at work
+            // now): Delta readers see an older version until the next writer or `vigie lake sync`.
+            println!(
+                "lake check: {} tables, {problems} problems, {behind} behind Vigie's log (Delta readers see an older version: run `vigie lake sync`, unless a writer is at work)",
+                checks.len()
+            );
+        } else {
+            println!("lake check: {} tables, {problems} problems", checks.len());
+        }
     }
     Ok(if problems == 0 {
         ExitCode::SUCCESS

@@ -811,7 +811,7 @@ fn schema_from_file(root: &Path, f: &FileEntry) -> Result<TableSchema> {
 }
 
 /// What [`sync`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SyncReport {
     /// Tables whose Delta log was created.
     pub created: Vec<String>,

@@ -487,6 +487,11 @@ impl Lake {
 
     /// Starts a writer: takes a writer lock and recovers what dead writers left behind.
     pub fn writer(&self) -> Result<Writer<'_>> {
+        self.recovering_writer().map(|(w, _)| w)
+    }
+
+    /// [`Lake::writer`], with what its recovery wrote to the Delta logs (`vigie lake sync`).
+    pub fn recovering_writer(&self) -> Result<(Writer<'_>, delta::SyncReport)> {
         let id = random_id();
         let lock_path = self.root.join(format!("_vigie/writers/{id}.lock"));
         // The lock file appears under its name already locked: created and locked under a
@@ -509,8 +514,8 @@ impl Lake {
             lock_path,
             next_file: 0,
         };
-        w.recover()?;
-        Ok(w)
+        let synced = w.recover()?;
+        Ok((w, synced))
     }
 }
 
@@ -709,9 +714,10 @@ impl<'a> Writer<'a> {
 
     /// Finishes what dead writers left: renames committed pending files (lakes of older versions),
     /// deletes files no commit names, forgets dead writers, and writes the Delta commits that
-    /// follow the latest Vigie commit. A Delta log it cannot roll forward (a gap, a corrupt
-    /// line, a version that describes another commit) is an error naming the table and version.
-    pub fn recover(&self) -> Result<()> {
+    /// follow the latest Vigie commit (what they wrote is returned). A Delta log it cannot roll
+    /// forward (a gap, a corrupt line, a version that describes another commit) is an error
+    /// naming the table and version.
+    pub fn recover(&self) -> Result<delta::SyncReport> {
         let state = self.lake.state()?;
         // 1. Roll forward renames of committed files.
         for f in state.files.values() {
@@ -801,8 +807,7 @@ impl<'a> Writer<'a> {
             }
         }
         delta::verify_checkpoints(self.lake)?;
-        self.lake.sync_delta()?;
-        Ok(())
+        self.lake.sync_delta()
     }
 
     /// Deletes the files that commits removed longer than `retain_ms` ago and forgets them, in one

@@ -722,6 +722,49 @@ while time.time() < end:
 /// the check read the Vigie log is the writer's work, not a problem (it was reported as "Delta
 /// version N describes Vigie version V, after the latest"). Forty commits of another `Lake` of the
 /// same directory, each with a piece of the sample, while the check runs again and again.
+/// A writer killed between its Vigie commit and its Delta commits leaves the Delta logs behind:
+/// `lake check` says so (not a problem: a live writer is there too for a moment), and `lake sync`
+/// rolls them forward without waiting for the next writing command.
+#[test]
+fn after_a_killed_writer_lake_sync_rolls_the_delta_logs_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let lake_arg = lake.to_str().unwrap();
+    let sample = root().join("tests/fixtures/server-logs/sample.jsonl");
+    let status = Command::new(crate::common::vigie_bin())
+        .args(["ingest", "--quiet", "--lake", lake_arg])
+        .arg(&sample)
+        .env("VIGIE_FAILPOINT", "after_commit")
+        .env("VIGIE_LOG", "off")
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the failpoint did not fire");
+    let behind = |v: &serde_json::Value| -> u64 {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["behind"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(behind(&check_ok(&lake)) > 0);
+    let text = vigie(&["lake", "check", "--lake", lake_arg]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("behind Vigie's log"), "{text}");
+    let out = vigie(&["lake", "sync", "--json", "--lake", lake_arg]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["commits"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(behind(&check_ok(&lake)), 0);
+    // Nothing left: a second sync writes nothing.
+    let out = vigie(&["lake", "sync", "--json", "--lake", lake_arg]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["commits"], 0, "{report}");
+}
+
 #[test]
 fn lake_check_beside_a_writer_reports_no_false_problem() {
     let dir = tempfile::tempdir().unwrap();
