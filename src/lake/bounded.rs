@@ -67,6 +67,19 @@ pub fn value_cap(memory_bytes: usize) -> usize {
     (memory_bytes / 8).max(1 << 20)
 }
 
+/// Rows of a batch (DataFusion's default `batch_size`, which Vigie's sessions keep): a constant
+/// projected, or returned by a `CASE`, is copied into every row of each batch.
+pub const BATCH_ROWS: usize = 8192;
+
+/// Largest constant (a literal, or a function's result from constant arguments) a session
+/// whose values may take `cap` bytes accepts: one batch of copies of it must fit in `cap`
+/// (at least 1 KiB). A query of 150 bytes made a constant of 800 KB with `repeat`, projected it
+/// through a `CASE` into batches of 8,192 rows and asked for 6.5 GB at once, which aborted the
+/// process.
+pub fn constant_cap(cap: usize) -> usize {
+    (cap / BATCH_ROWS).max(1 << 10)
+}
+
 /// How a function's result size (or work) follows from its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Cost {
@@ -120,6 +133,9 @@ pub struct Bounded {
     inner: ScalarUDF,
     cap: usize,
     cost: Cost,
+    /// Largest constant result accepted ([`constant_cap`]), when the query can make more than one
+    /// row of it.
+    constant_limit: Option<usize>,
     /// Bytes of constant results (every argument a scalar) this query's calls built so far:
     /// constant folding puts them in the plan, which every optimizer pass copies.
     constants: Arc<AtomicU64>,
@@ -129,6 +145,7 @@ impl PartialEq for Bounded {
     fn eq(&self, other: &Self) -> bool {
         self.inner == other.inner
             && self.cap == other.cap
+            && self.constant_limit == other.constant_limit
             && Arc::ptr_eq(&self.constants, &other.constants)
     }
 }
@@ -143,15 +160,22 @@ impl std::hash::Hash for Bounded {
 }
 
 impl Bounded {
-    /// Wraps `inner` for a query whose values may take at most `cap` bytes each, and whose
-    /// constant results together at most [`MAX_CONSTANT_BYTES`] (counted in `constants`, shared
-    /// by the query's calls).
-    pub fn new(inner: ScalarUDF, cap: usize, constants: Arc<AtomicU64>) -> Bounded {
+    /// Wraps `inner` for a query whose values may take at most `cap` bytes each, each constant
+    /// result at most `constant_limit` (none: the query makes one row), and whose constant
+    /// results together at most [`MAX_CONSTANT_BYTES`] (counted in `constants`, shared by the
+    /// query's calls).
+    pub fn new(
+        inner: ScalarUDF,
+        cap: usize,
+        constant_limit: Option<usize>,
+        constants: Arc<AtomicU64>,
+    ) -> Bounded {
         let cost = Cost::of(inner.name());
         Bounded {
             inner,
             cap,
             cost,
+            constant_limit,
             constants,
         }
     }
@@ -548,6 +572,13 @@ impl ScalarUDFImpl for Bounded {
             return Err(self.too_big(size));
         }
         if matches!(out, ColumnarValue::Scalar(_)) {
+            if let Some(most) = self.constant_limit
+                && size > most as u128
+            {
+                return Err(self.refuse(format!(
+                    "a constant of {size} bytes, over the limit of {most} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)"
+                )));
+            }
             self.check_constants(size)?;
             self.constants
                 .fetch_add(size.min(u64::MAX as u128) as u64, Ordering::Relaxed);
@@ -557,7 +588,12 @@ impl ScalarUDFImpl for Bounded {
 
     fn with_updated_config(&self, config: &ConfigOptions) -> Option<ScalarUDF> {
         self.inner.inner().with_updated_config(config).map(|u| {
-            ScalarUDF::new_from_impl(Bounded::new(u, self.cap, Arc::clone(&self.constants)))
+            ScalarUDF::new_from_impl(Bounded::new(
+                u,
+                self.cap,
+                self.constant_limit,
+                Arc::clone(&self.constants),
+            ))
         })
     }
 
@@ -716,11 +752,17 @@ impl BoundFunctions {
         BoundFunctions { cap }
     }
 
-    fn expr(&self, e: Expr, constants: &Arc<AtomicU64>) -> Result<Transformed<Expr>> {
+    fn expr(
+        &self,
+        e: Expr,
+        constant_limit: Option<usize>,
+        constants: &Arc<AtomicU64>,
+    ) -> Result<Transformed<Expr>> {
         let bounded = |f: ScalarUDF| {
             Arc::new(ScalarUDF::new_from_impl(Bounded::new(
                 f,
                 self.cap,
+                constant_limit,
                 Arc::clone(constants),
             )))
         };
@@ -761,6 +803,13 @@ impl BoundFunctions {
                     },
                 ))
             }
+            Expr::Literal(v, _) if constant_limit.is_some_and(|most| v.size() > most) => {
+                Err(DataFusionError::ResourcesExhausted(format!(
+                    "a constant of {} bytes in the query, over the limit of {} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)",
+                    v.size(),
+                    constant_cap(self.cap)
+                )))
+            }
             Expr::SimilarTo(l) if !matches!(*l.pattern, Expr::Literal(..)) => {
                 Err(DataFusionError::Plan(
                     "SIMILAR TO takes a constant pattern; for a pattern per row use regexp_like"
@@ -771,13 +820,53 @@ impl BoundFunctions {
         }
     }
 
-    /// Wraps the plan's calls; the calls wrapped in one pass share one budget of constants.
+    /// Wraps the plan's calls; the calls wrapped in one pass share one budget of constants, and
+    /// the constants of a node whose input can make more than one row are bounded by
+    /// [`constant_cap`] (the node evaluates them once per batch of its input and may copy them
+    /// into every row: `SELECT range(20000) FROM moves`; `SELECT unnest(range(20000))` evaluates
+    /// its list once, over one row).
     fn plan(&self, plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         let constants = Arc::new(AtomicU64::new(0));
         plan.transform_up_with_subqueries(|node| {
-            node.map_expressions(|e| e.transform_up(|e| self.expr(e, &constants)))
+            let inputs = node.inputs();
+            let copied = if inputs.is_empty() {
+                many_rows(&node)
+            } else {
+                inputs.into_iter().any(many_rows)
+            };
+            let limit = copied.then(|| constant_cap(self.cap));
+            node.map_expressions(|e| e.transform_up(|e| self.expr(e, limit, &constants)))
         })
     }
+}
+
+/// Whether a plan may make more than one row anywhere (a table, a join, an unnest, a union, a
+/// recursive query...). A plan made of single rows (`SELECT length(repeat('x', 300000))`) keeps
+/// the larger bound of one value.
+fn many_rows(plan: &LogicalPlan) -> bool {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut many = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        let single = match node {
+            LogicalPlan::EmptyRelation(_)
+            | LogicalPlan::Projection(_)
+            | LogicalPlan::Filter(_)
+            | LogicalPlan::Limit(_)
+            | LogicalPlan::Sort(_)
+            | LogicalPlan::SubqueryAlias(_)
+            | LogicalPlan::Aggregate(_)
+            | LogicalPlan::Distinct(_) => true,
+            LogicalPlan::Values(v) => v.values.len() <= 1,
+            _ => false,
+        };
+        many |= !single;
+        Ok(if many {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    many
 }
 
 fn is_bounded(f: &ScalarUDF) -> bool {
@@ -933,6 +1022,43 @@ mod tests {
         )
         .expect_err("array_has_all ran");
         assert!(err.contains("pairs of elements"), "{err}");
+    }
+
+    #[test]
+    fn a_large_constant_copied_into_many_rows_is_refused() {
+        // 800 KB made once, projected into every row of a batch through a CASE: 6.5 GB asked at
+        // once before. Over a table of rows, a folded constant and a literal are bounded.
+        let rows = "FROM (VALUES (1), (2), (3)) t(i)";
+        for q in [
+            format!("SELECT length(max(CASE WHEN i >= 0 THEN repeat('x', 800000) END)) {rows}"),
+            format!("SELECT length(repeat('x', 800000)) AS n {rows}"),
+            format!("SELECT '{}' AS s {rows}", "y".repeat(4000)),
+        ] {
+            let err = run(8 * MB, &q).expect_err(&q);
+            assert!(err.contains("copied into every row"), "{err}");
+        }
+        // One row: one value, within the cap; a list made once over one row, then unnested.
+        let out = run(8 * MB, "SELECT length(repeat('x', 300000)) AS n").unwrap();
+        assert!(out.contains("300000"), "{out}");
+        let out = run(
+            8 * MB,
+            "SELECT count(*) AS n FROM (SELECT unnest(range(20000)) AS i) t",
+        )
+        .unwrap();
+        assert!(out.contains("| 20000 |"), "{out}");
+        let err = run(
+            8 * MB,
+            "SELECT max(CASE WHEN i >= 0 THEN repeat('x', 800000) END) FROM (SELECT unnest(range(20000)) AS i) t",
+        )
+        .expect_err("the CASE over 20,000 rows ran");
+        assert!(err.contains("copied into every row"), "{err}");
+        // Small constants over many rows.
+        let out = run(
+            8 * MB,
+            &format!("SELECT count(*) AS n {rows} WHERE i >= 0 AND 'ab' < 'b'"),
+        )
+        .unwrap();
+        assert!(out.contains("| 3 |"), "{out}");
     }
 
     #[test]

@@ -228,6 +228,32 @@ pub struct Limits {
     /// read from Parquet at each query: the detection passes' (a pass reads the same window many
     /// times, and the next pass mostly the same files).
     pub decoded: &'static [&'static str],
+    /// Where operators spill beyond the memory pool, with its cap on disk: `None` gives the
+    /// session a spill manager of its own with DataFusion's default cap (100 GiB, the pipeline's
+    /// own queries); analysts' sessions share [`analyst_spill`].
+    pub spill: Option<Arc<datafusion::execution::disk_manager::DiskManager>>,
+}
+
+/// Most bytes the analysts' queries may spill to disk, all together.
+pub const ANALYST_SPILL_BYTES: u64 = 4 << 30;
+
+/// The spill manager every analyst session shares: at most [`ANALYST_SPILL_BYTES`] on disk
+/// together, in the system's temporary directory (a query past it fails with "resources
+/// exhausted", as past its memory pool). Without it each session could spill up to DataFusion's
+/// 100 GiB: one query filled this machine's disk.
+pub fn analyst_spill()
+-> datafusion::error::Result<Arc<datafusion::execution::disk_manager::DiskManager>> {
+    static SPILL: std::sync::OnceLock<Arc<datafusion::execution::disk_manager::DiskManager>> =
+        std::sync::OnceLock::new();
+    if let Some(d) = SPILL.get() {
+        return Ok(Arc::clone(d));
+    }
+    let built = Arc::new(
+        datafusion::execution::disk_manager::DiskManagerBuilder::default()
+            .with_max_temp_directory_size(ANALYST_SPILL_BYTES)
+            .build()?,
+    );
+    Ok(Arc::clone(SPILL.get_or_init(|| built)))
 }
 
 impl Default for Limits {
@@ -239,6 +265,7 @@ impl Default for Limits {
                 .unwrap_or(2),
             deadline: None,
             decoded: &[],
+            spill: None,
         }
     }
 }
@@ -306,10 +333,11 @@ async fn session_with_caches(
     limits: Limits,
     caches: datafusion::execution::cache::cache_manager::CacheManagerConfig,
 ) -> datafusion::error::Result<SessionContext> {
-    let runtime = RuntimeEnvBuilder::new()
+    let mut runtime = RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
-        .with_cache_manager(caches)
-        .build_arc()?;
+        .with_cache_manager(caches);
+    runtime.disk_manager = limits.spill.clone();
+    let runtime = runtime.build_arc()?;
     let config = SessionConfig::new()
         .with_target_partitions(limits.partitions)
         .with_information_schema(true)

@@ -7,7 +7,16 @@
 //! than [`MAX_QUERY_BLOCKS`] query blocks and table references (a chain of
 //! `UNION`s or joins is a tree as deep as it is long). The walk that measures
 //! nesting stops at the first level past the limit, so the check itself never
-//! recurses deeper than the limit.
+//! recurses deeper than the limit. A common table expression is planned again
+//! at each reference (and the optimizer walks every copy): a query of 2 KB
+//! whose CTEs each read the previous one twice stood for 2^40 blocks and
+//! planned, out of reach of the time limit, until the server ran out of
+//! memory. So the blocks are also counted with each reference to a CTE
+//! standing for the blocks of its body, expanded likewise, at most
+//! [`MAX_EXPANDED_BLOCKS`]. A chain of subscripts and field accesses
+//! (`x[1:1][1:1]...`) is one flat expression to the parser but one nested call
+//! per step to the planner, whose time grows with the cube of its length: at
+//! most [`MAX_ACCESS_CHAIN`] steps.
 //!
 //! Planning and execution then run on [`runtime`], a tokio runtime of its own
 //! whose threads have [`STACK_BYTES`] of stack: far more than any query within
@@ -20,7 +29,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use datafusion::sql::parser::Statement as DFStatement;
-use datafusion::sql::sqlparser::ast::{Expr, Query, Select, TableFactor, Visit, Visitor};
+use datafusion::sql::sqlparser::ast::{
+    Expr, ObjectName, ObjectNamePart, Query, Select, TableFactor, Visit, Visitor,
+};
 
 use super::SqlError;
 
@@ -30,6 +41,11 @@ pub const MAX_QUERY_BYTES: usize = 64 * 1024;
 pub const MAX_EXPR_DEPTH: usize = 256;
 /// Most query blocks (`SELECT`s, subqueries) and table references in one statement.
 pub const MAX_QUERY_BLOCKS: usize = 256;
+/// Most query blocks and table references a statement may stand for once each reference to a
+/// common table expression is counted as the blocks of its body, expanded likewise.
+pub const MAX_EXPANDED_BLOCKS: u64 = 4096;
+/// Longest chain of subscripts and field accesses in one expression.
+pub const MAX_ACCESS_CHAIN: usize = 32;
 /// Stack of each thread of the SQL runtime.
 pub const STACK_BYTES: usize = 64 << 20;
 
@@ -44,18 +60,127 @@ pub fn check_size(sql: &str) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// Refuses statements nested deeper, or made of more blocks, than the limits.
+/// Refuses statements nested deeper, or made of more blocks (their common table expressions
+/// expanded), than the limits.
 pub fn check_shape(statements: &[DFStatement]) -> Result<(), SqlError> {
     for s in statements {
         let mut walk = Shape::default();
         if let ControlFlow::Break(why) = shape_of(s, &mut walk) {
             return Err(SqlError::Refused(why));
         }
+        let expanded = expanded_blocks(s);
+        if expanded > MAX_EXPANDED_BLOCKS {
+            return Err(SqlError::Refused(format!(
+                "the query stands for about {expanded} query blocks and table references once each reference to a common table expression (WITH) is expanded; at most {MAX_EXPANDED_BLOCKS} are accepted"
+            )));
+        }
     }
     Ok(())
 }
 
-fn shape_of(s: &DFStatement, walk: &mut Shape) -> ControlFlow<String> {
+/// The blocks `s` stands for with every reference to a common table expression counted as the
+/// blocks of its body, expanded likewise (saturating; see [`MAX_EXPANDED_BLOCKS`]).
+fn expanded_blocks(s: &DFStatement) -> u64 {
+    let mut all = Refs::default();
+    let _ = shape_of(s, &mut all);
+    // Each CTE's weight: its body's blocks and the weights of the CTEs it reads, until nothing
+    // changes (a body may read a CTE defined inside it, listed after it). A name defined twice
+    // takes the larger weight; a recursive CTE's reference to itself counts one block.
+    let mut weights: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for _ in 0..=all.ctes.len() {
+        let mut changed = false;
+        for (name, body) in &all.ctes {
+            let w = body
+                .refs
+                .iter()
+                .filter(|r| *r != name)
+                .fold(body.blocks, |w, r| {
+                    w.saturating_add(weights.get(r.as_str()).copied().unwrap_or(0))
+                });
+            let slot = weights.entry(name.as_str()).or_insert(0);
+            if w > *slot {
+                *slot = w;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    all.refs.iter().fold(all.blocks, |w, r| {
+        w.saturating_add(weights.get(r.as_str()).copied().unwrap_or(0))
+    })
+}
+
+/// The blocks of a statement or query outside the bodies of its common table expressions, the
+/// names it reads there (lower case), and each common table expression it defines, at any depth,
+/// with the same of its body.
+#[derive(Default)]
+struct Refs {
+    blocks: u64,
+    refs: Vec<String>,
+    ctes: Vec<(String, Refs)>,
+    /// The bodies of the CTEs met so far (by address in the statement walked), and how many of
+    /// them the walk is in.
+    bodies: std::collections::HashSet<*const Query>,
+    inside: usize,
+}
+
+impl Visitor for Refs {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if self.bodies.contains(&std::ptr::from_ref(q)) {
+            self.inside += 1;
+        }
+        if self.inside == 0 {
+            self.blocks += 1;
+        }
+        if let Some(with) = &q.with {
+            for cte in &with.cte_tables {
+                let mut body = Refs::default();
+                let _ = cte.query.visit(&mut body);
+                // The walk of this statement meets the CTEs defined inside the body too.
+                body.ctes.clear();
+                self.ctes.push((cte.alias.name.value.to_lowercase(), body));
+                self.bodies.insert(std::ptr::from_ref(&*cte.query));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if self.bodies.contains(&std::ptr::from_ref(q)) {
+            self.inside -= 1;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, _: &Select) -> ControlFlow<()> {
+        if self.inside == 0 {
+            self.blocks += 1;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, _: &TableFactor) -> ControlFlow<()> {
+        if self.inside == 0 {
+            self.blocks += 1;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+        if self.inside == 0
+            && let Some(ObjectNamePart::Identifier(id)) = name.0.last()
+        {
+            self.refs.push(id.value.to_lowercase());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn shape_of<V: Visitor<Break = B>, B>(s: &DFStatement, walk: &mut V) -> ControlFlow<B> {
     match s {
         DFStatement::Statement(st) => st.visit(walk),
         DFStatement::Explain(e) => shape_of(&e.statement, walk),
@@ -89,7 +214,15 @@ impl Shape {
 impl Visitor for Shape {
     type Break = String;
 
-    fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<String> {
+        if let Expr::CompoundFieldAccess { access_chain, .. } = e
+            && access_chain.len() > MAX_ACCESS_CHAIN
+        {
+            return ControlFlow::Break(format!(
+                "a chain of {} subscripts and field accesses; at most {MAX_ACCESS_CHAIN} are accepted",
+                access_chain.len()
+            ));
+        }
         self.depth += 1;
         if self.depth > MAX_EXPR_DEPTH {
             return ControlFlow::Break(format!(
@@ -205,6 +338,62 @@ mod tests {
         };
         assert!(shape(&joins(10)).is_ok());
         assert!(shape(&joins(600)).is_err());
+    }
+
+    #[test]
+    fn common_table_expressions_count_once_per_reference() {
+        // Each CTE reads the previous one twice: 2^levels blocks once expanded.
+        let doubling = |levels: usize| {
+            let mut q = String::from("WITH t0 AS (SELECT 1 AS x)");
+            for i in 1..=levels {
+                q.push_str(&format!(
+                    ", t{i} AS (SELECT x FROM t{p} UNION ALL SELECT x FROM t{p})",
+                    p = i - 1
+                ));
+            }
+            q + &format!(" SELECT count(*) FROM t{levels}")
+        };
+        assert!(shape(&doubling(5)).is_ok());
+        let err = shape(&doubling(18)).unwrap_err().to_string();
+        assert!(err.contains("common table expression"), "{err}");
+        assert!(shape(&doubling(40)).is_err());
+        // The same inside a subquery, and through a CTE defined inside another's body.
+        assert!(shape(&format!("SELECT * FROM ({})", doubling(18))).is_err());
+        assert!(shape(&doubling(8)).is_ok());
+        let reused = |n: usize| {
+            format!(
+                "WITH a AS ({}) SELECT * FROM a{}",
+                doubling(8),
+                (1..n)
+                    .map(|i| format!(" JOIN a a{i} ON true"))
+                    .collect::<String>()
+            )
+        };
+        assert!(shape(&reused(1)).is_ok());
+        assert!(shape(&reused(4)).is_err());
+        // Ordinary reuse passes, as does a recursive CTE reading itself.
+        assert!(
+            shape(
+                "WITH a AS (SELECT * FROM moves), b AS (SELECT * FROM a JOIN games USING (game)) \
+                 SELECT * FROM a JOIN b USING (game) JOIN b c USING (game)"
+            )
+            .is_ok()
+        );
+        assert!(
+            shape(
+                "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 9) \
+                 SELECT * FROM r"
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn long_subscript_chains_are_refused() {
+        let chain = |n: usize| format!("SELECT x{} FROM t", "[1:1]".repeat(n));
+        assert!(shape(&chain(MAX_ACCESS_CHAIN)).is_ok());
+        let err = shape(&chain(300)).unwrap_err().to_string();
+        assert!(err.contains("subscripts"), "{err}");
     }
 
     #[test]

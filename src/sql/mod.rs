@@ -277,6 +277,7 @@ impl Guard {
         let lim = Limits {
             memory_bytes: limits.memory_bytes,
             deadline: Some(Arc::clone(&deadline)),
+            spill: Some(crate::lake::sql::analyst_spill()?),
             ..Limits::default()
         };
         let mut tables = all_tables();
@@ -510,17 +511,50 @@ async fn plan_stream(
     Ok(datafusion::physical_plan::execute_stream(plan, task)?)
 }
 
-/// What a batch's rows take, not the buffers it shares with other batches (a slice's share).
+/// What a batch's rows take once held or rendered cell by cell (a page, a CSV download, the
+/// PostgreSQL endpoint's rows): their own share of the buffers (not what a slice shares with
+/// other batches), each string or binary value at its length even where the batch stores it
+/// once (a view or dictionary array repeating one long value), and every cell at least
+/// [`CELL_BYTES`] (a column of nulls takes no buffer, but each of its cells becomes a value).
+/// Before, 250 columns of nulls counted nothing and a download of them took the server to
+/// 6.4 GB, as did a long value repeated by a view array.
 fn slice_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
         .iter()
-        .map(|c| {
-            c.to_data()
-                .get_slice_memory_size()
-                .unwrap_or_else(|_| c.get_array_memory_size())
-        })
-        .sum()
+        .map(|c| column_bytes(c.as_ref()))
+        .fold(0usize, usize::saturating_add)
+}
+
+/// The least a cell takes once held as a value of its own (a `String` or `Option<String>`).
+const CELL_BYTES: usize = 24;
+
+fn column_bytes(c: &dyn datafusion::arrow::array::Array) -> usize {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::DataType;
+    let cells = c.len().saturating_mul(CELL_BYTES);
+    let view_lengths = |views: &[u128]| -> usize { views.iter().map(|v| *v as u32 as usize).sum() };
+    let data = match c.data_type() {
+        DataType::Utf8View => view_lengths(c.as_string_view().views()),
+        DataType::BinaryView => view_lengths(c.as_binary_view().views()),
+        DataType::Dictionary(_, _) => {
+            let dict = c.as_any_dictionary();
+            let values = dict.values();
+            // Each value's size, then each row's.
+            let sizes: Vec<usize> = (0..values.len())
+                .map(|i| column_bytes(values.slice(i, 1).as_ref()))
+                .collect();
+            dict.normalized_keys()
+                .iter()
+                .map(|&k| sizes.get(k).copied().unwrap_or(0))
+                .fold(0usize, usize::saturating_add)
+        }
+        _ => c
+            .to_data()
+            .get_slice_memory_size()
+            .unwrap_or_else(|_| c.get_array_memory_size()),
+    };
+    data.saturating_add(cells)
 }
 
 fn truncate(batches: Vec<RecordBatch>, max: usize) -> Vec<RecordBatch> {
@@ -535,4 +569,49 @@ fn truncate(batches: Vec<RecordBatch>, max: usize) -> Vec<RecordBatch> {
         out.push(b.slice(0, take));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{ArrayRef, DictionaryArray, NullArray, StringArray};
+    use datafusion::arrow::datatypes::Int32Type;
+
+    #[test]
+    fn analyst_sessions_share_one_bounded_spill() {
+        let dir = std::env::temp_dir().join(format!("vigie-spill-{}", std::process::id()));
+        let lake = crate::catalog::open(&dir).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let guard = rt
+            .block_on(Guard::on(lake.snapshot().unwrap(), QueryLimits::default()))
+            .unwrap();
+        let other = rt
+            .block_on(Guard::on(lake.snapshot().unwrap(), QueryLimits::default()))
+            .unwrap();
+        let spill = guard.ctx.runtime_env().disk_manager.clone();
+        assert_eq!(
+            spill.max_temp_directory_size(),
+            crate::lake::sql::ANALYST_SPILL_BYTES
+        );
+        assert!(std::sync::Arc::ptr_eq(
+            &spill,
+            &other.ctx.runtime_env().disk_manager
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cells_count_as_rendered_not_as_stored() {
+        // A column of nulls stores nothing; each of its cells is a value once held or rendered.
+        let nulls = NullArray::new(1000);
+        assert!(column_bytes(&nulls) >= 1000 * CELL_BYTES);
+        // A dictionary repeating one long value stores it once; every row renders it.
+        let long = "x".repeat(1000);
+        let values: ArrayRef = std::sync::Arc::new(StringArray::from(vec![long.as_str()]));
+        let dict = DictionaryArray::<Int32Type>::try_new(vec![0; 5000].into(), values).unwrap();
+        assert!(column_bytes(&dict) >= 5000 * 1000);
+        // A plain column: its bytes and the cells.
+        let plain = StringArray::from(vec!["ab"; 10]);
+        assert!(column_bytes(&plain) >= 10 * (2 + CELL_BYTES));
+    }
 }

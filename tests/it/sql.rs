@@ -198,6 +198,32 @@ impl Drop for PgServer {
     }
 }
 
+/// A result held for a page or a download is cut at its byte cap counted as its cells are held:
+/// 200 columns of nulls (no buffer at all) stop at the cap, not after every row of a cross join.
+#[test]
+fn a_result_of_null_columns_is_cut_at_its_byte_cap() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let snapshot = vigie::catalog::open(sample_lake())
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    let guard = rt
+        .block_on(vigie::sql::Guard::on(snapshot, QueryLimits::default()))
+        .unwrap();
+    let columns: Vec<String> = (0..200).map(|i| format!("NULL AS c{i}")).collect();
+    let sql = format!(
+        "SELECT {} FROM events a CROSS JOIN (SELECT 1 FROM events LIMIT 100) b",
+        columns.join(", ")
+    );
+    let (batches, cut) = rt
+        .block_on(guard.query_within(&sql, "test", None, Some(1 << 20)))
+        .unwrap();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert!(cut, "not cut after {rows} rows");
+    // 200 cells of at least 24 bytes a row: about 218 rows in 1 MiB (of the 501,000).
+    assert!(rows > 0 && rows * 200 * 24 <= 1 << 20, "{rows} rows");
+}
+
 #[test]
 fn psql_and_psycopg_read_the_lake_like_vigie_sql() {
     let pg = PgServer::start("clients", QueryLimits::default());

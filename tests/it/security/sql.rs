@@ -27,6 +27,27 @@ fn concat_bomb() -> String {
 }
 /// A list of ten million elements joined with a kilobyte each.
 const JOIN_BOMB: &str = "SELECT length(array_to_string(range(1, 10000000), repeat('x', 1000)))";
+/// The second probe's (2026-12-07): 2.2 KB of CTEs, each reading the previous one twice (2^40
+/// blocks once planned).
+fn doubling_ctes() -> String {
+    let mut q = String::from("WITH t0 AS (SELECT 1 AS x)");
+    for i in 1..=40 {
+        q.push_str(&format!(
+            ", t{i} AS (SELECT x FROM t{p} UNION ALL SELECT x FROM t{p})",
+            p = i - 1
+        ));
+    }
+    q + " SELECT count(*) FROM t40"
+}
+/// 3,000 slices of a slice: one flat expression to the parser, minutes of planning.
+fn slice_chain() -> String {
+    format!(
+        "SELECT cardinality(x{}) FROM (SELECT make_array(a.think_ms) AS x FROM moves a) t",
+        "[1:1]".repeat(3_000)
+    )
+}
+/// 150 bytes: an 800 KB constant copied by a CASE into 20,000 rows (16 GB, an abort).
+const CASE_BOMB: &str = "SELECT length(max(s)) FROM (SELECT CASE WHEN i >= 0 THEN arrow_cast(repeat('x', 800000), 'LargeUtf8') END AS s FROM (SELECT unnest(range(20000)) AS i)) t";
 /// Slow without being a row bomb: a three-way cross join of the sample's events.
 const SLOW: &str =
     "SELECT count(*) FROM events a, events b, events c WHERE a.seq + b.seq + c.seq = -1";
@@ -71,6 +92,16 @@ fn the_cli_refuses_what_would_crash_it_or_outlast_its_limits() {
             "{q}: {}",
             stderr(&out)
         );
+    }
+    // What planned without bound, and the constant copied into every row: refused before running.
+    for (q, why) in [
+        (doubling_ctes(), "common table expression"),
+        (slice_chain(), "subscripts"),
+        (CASE_BOMB.to_owned(), "copied into every row"),
+    ] {
+        let out = sql(&["--timeout", "10", &q]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{why}: {}", stderr(&out));
     }
     // Under the budget the same functions work.
     let out = sql(&[
