@@ -803,13 +803,6 @@ impl BoundFunctions {
                     },
                 ))
             }
-            Expr::Literal(v, _) if constant_limit.is_some_and(|most| v.size() > most) => {
-                Err(DataFusionError::ResourcesExhausted(format!(
-                    "a constant of {} bytes in the query, over the limit of {} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)",
-                    v.size(),
-                    constant_cap(self.cap)
-                )))
-            }
             Expr::SimilarTo(l) if !matches!(*l.pattern, Expr::Literal(..)) => {
                 Err(DataFusionError::Plan(
                     "SIMILAR TO takes a constant pattern; for a pattern per row use regexp_like"
@@ -821,22 +814,111 @@ impl BoundFunctions {
     }
 
     /// Wraps the plan's calls; the calls wrapped in one pass share one budget of constants, and
-    /// the constants of a node whose input can make more than one row are bounded by
-    /// [`constant_cap`] (the node evaluates them once per batch of its input and may copy them
-    /// into every row: `SELECT range(20000) FROM moves`; `SELECT unnest(range(20000))` evaluates
-    /// its list once, over one row).
+    /// the constants of a node whose rows are copied are bounded by [`constant_cap`].
     fn plan(&self, plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         let constants = Arc::new(AtomicU64::new(0));
-        plan.transform_up_with_subqueries(|node| {
-            let inputs = node.inputs();
-            let copied = if inputs.is_empty() {
-                many_rows(&node)
-            } else {
-                inputs.into_iter().any(many_rows)
-            };
-            let limit = copied.then(|| constant_cap(self.cap));
-            node.map_expressions(|e| e.transform_up(|e| self.expr(e, limit, &constants)))
+        self.node(plan, false, &constants)
+    }
+
+    /// [`BoundFunctions::plan`] of one node and what is under it. A node's constants are copied
+    /// into many rows when its input makes more than one (it evaluates them once per batch and
+    /// may copy them into every row: `SELECT range(20000) FROM moves`), or when a node above
+    /// copies its rows (`copied`: a join with a side of many rows, `moves CROSS JOIN (SELECT
+    /// repeat(...))`, or a subquery of an expression over many rows). `SELECT unnest(range(20000))`
+    /// makes its list once, over one row, and nothing copies it.
+    fn node(
+        &self,
+        plan: LogicalPlan,
+        copied: bool,
+        constants: &Arc<AtomicU64>,
+    ) -> Result<Transformed<LogicalPlan>> {
+        let many: Vec<bool> = plan.inputs().into_iter().map(many_rows).collect();
+        let join = matches!(plan, LogicalPlan::Join(_));
+        let mine = copied || many.iter().any(|m| *m);
+        let mut child = 0;
+        let plan = plan.map_children(|c| {
+            let other_side_many = join && many.iter().enumerate().any(|(j, m)| j != child && *m);
+            child += 1;
+            self.node(c, copied || other_side_many, constants)
+        })?;
+        let plan = plan.transform_data(|p| p.map_subqueries(|s| self.node(s, mine, constants)))?;
+        let limit = mine.then(|| constant_cap(self.cap));
+        plan.transform_data(|p| {
+            // A row of VALUES is its own row: its literals are not copied.
+            if let Some(most) = limit
+                && !matches!(p, LogicalPlan::Values(_))
+            {
+                p.apply_expressions(|e| {
+                    check_literals(e, most)?;
+                    Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+                })?;
+            }
+            p.map_expressions(|e| e.transform_up(|e| self.expr(e, limit, constants)))
         })
+    }
+}
+
+/// Refuses a literal of `e` larger than `most`, except an operand of a comparison, a `LIKE`
+/// pattern or an `IN` list item, which are compared as they are, never copied into rows.
+fn check_literals(e: &Expr, most: usize) -> Result<()> {
+    // A literal, or one cast (type coercion casts a compared literal to the other side's type).
+    fn literal(e: &Expr) -> bool {
+        match e {
+            Expr::Literal(..) => true,
+            Expr::Cast(c) => literal(&c.expr),
+            Expr::TryCast(c) => literal(&c.expr),
+            _ => false,
+        }
+    }
+    let unless_literal = |e: &Expr| {
+        if literal(e) {
+            Ok(())
+        } else {
+            check_literals(e, most)
+        }
+    };
+    match e {
+        Expr::Literal(v, _) if v.size() > most => {
+            Err(DataFusionError::ResourcesExhausted(format!(
+                "a constant of {} bytes in the query, over the limit of {most} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)",
+                v.size()
+            )))
+        }
+        Expr::BinaryExpr(b)
+            if matches!(
+                b.op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+                    | Operator::LikeMatch
+                    | Operator::ILikeMatch
+                    | Operator::NotLikeMatch
+                    | Operator::NotILikeMatch
+            ) =>
+        {
+            unless_literal(&b.left)?;
+            unless_literal(&b.right)
+        }
+        Expr::Like(l) => {
+            check_literals(&l.expr, most)?;
+            unless_literal(&l.pattern)
+        }
+        Expr::InList(l) => {
+            check_literals(&l.expr, most)?;
+            l.list.iter().try_for_each(unless_literal)
+        }
+        other => {
+            other.apply_children(|c| {
+                check_literals(c, most)?;
+                Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+            })?;
+            Ok(())
+        }
     }
 }
 
@@ -1052,6 +1134,28 @@ mod tests {
         )
         .expect_err("the CASE over 20,000 rows ran");
         assert!(err.contains("copied into every row"), "{err}");
+        // Through a join with a side of many rows, or a subquery over many rows: refused too.
+        for q in [
+            format!("SELECT length(s) {rows} CROSS JOIN (SELECT repeat('x', 800000) AS s) c"),
+            format!("SELECT (SELECT repeat('x', 800000)) AS s {rows}"),
+        ] {
+            let err = run(8 * MB, &q).expect_err(&q);
+            assert!(err.contains("copied into every row"), "{q}: {err}");
+        }
+        // A long literal compared (never copied), and rows of VALUES, run.
+        let long = "z".repeat(4000);
+        let out = run(
+            8 * MB,
+            &format!("SELECT count(*) AS n {rows} WHERE CAST(i AS VARCHAR) <> '{long}' AND CAST(i AS VARCHAR) NOT IN ('{long}')"),
+        )
+        .unwrap();
+        assert!(out.contains("| 3 |"), "{out}");
+        let out = run(
+            8 * MB,
+            &format!("SELECT count(*) AS n FROM (VALUES ('{long}'), ('{long}')) t(s)"),
+        )
+        .unwrap();
+        assert!(out.contains("| 2 |"), "{out}");
         // Small constants over many rows.
         let out = run(
             8 * MB,

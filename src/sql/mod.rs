@@ -511,11 +511,12 @@ async fn plan_stream(
     Ok(datafusion::physical_plan::execute_stream(plan, task)?)
 }
 
-/// What a batch's rows take once held or rendered cell by cell (a page, a CSV download, the
-/// PostgreSQL endpoint's rows): their own share of the buffers (not what a slice shares with
-/// other batches), each string or binary value at its length even where the batch stores it
-/// once (a view or dictionary array repeating one long value), and every cell at least
-/// [`CELL_BYTES`] (a column of nulls takes no buffer, but each of its cells becomes a value).
+/// What a batch's rows take once held or rendered cell by cell (the console's page and its CSV
+/// download, through [`Guard::query_within`]): their own share of the buffers (not what a slice
+/// shares with other batches), each string or binary value of a top-level view or dictionary
+/// column at its length even where the batch stores it once (one long value repeated), and every
+/// cell at least [`CELL_BYTES`] (a column of nulls takes no buffer, but each of its cells becomes
+/// a value). Views and dictionaries nested in lists or structs count as stored.
 /// Before, 250 columns of nulls counted nothing and a download of them took the server to
 /// 6.4 GB, as did a long value repeated by a view array.
 fn slice_bytes(batch: &RecordBatch) -> usize {
