@@ -727,5 +727,9 @@ mod tests {
                 .is_none()
         );
         assert!(force_apply(&pos, "23-28", Color::White).is_none());
+        // A king's quiet move: the draw rules' count goes on.
+        let kings = Position::from_fen(Variant::International, "W:WK28:BK3").unwrap();
+        let (_, irreversible) = force_apply(&kings, "28-33", Color::White).unwrap();
+        assert!(!irreversible, "a king's quiet move");
     }
 }

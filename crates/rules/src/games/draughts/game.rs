@@ -292,8 +292,9 @@ impl Game {
     }
 
     /// The position after a move, one ply on: the draw rules' counters and the status follow.
+    /// The side that moved is the one not to move next (a forced move may be out of turn).
     fn advance(&mut self, next: Position, irreversible: bool) {
-        let mover = self.position.turn();
+        let mover = next.turn().other();
         self.position = next;
         self.ply += 1;
         if irreversible {
@@ -382,5 +383,25 @@ mod tests {
         g.force(b, false);
         g.force(a, true);
         assert_eq!((g.ply(), g.quiet_plies(), g.repetitions()), (2, 0, 1));
+    }
+
+    #[test]
+    fn a_forced_move_out_of_turn_that_takes_the_last_piece_wins_for_its_side() {
+        // White to move; black (out of turn) takes white's last piece: black wins.
+        let before = Position::from_fen(Variant::Brazilian, "W:WK29:BK4").unwrap();
+        let mut after = Position::empty(Variant::Brazilian, Color::White);
+        after.set_piece(
+            Variant::Brazilian.square(4).unwrap(),
+            before.piece_at(Variant::Brazilian.square(4).unwrap()),
+        );
+        let mut g = Game::from_position(before, Mode::Standard);
+        g.force(after, true);
+        assert_eq!(
+            g.status(),
+            Status::Win {
+                winner: Color::Black,
+                reason: WinReason::NoPieces
+            }
+        );
     }
 }
