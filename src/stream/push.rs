@@ -102,6 +102,8 @@ struct PushState {
     derive: Arc<std::sync::OnceLock<Option<Worker>>>,
     /// Bodies being read.
     uploads: Arc<tokio::sync::Semaphore>,
+    /// When the inbox was last swept ([`sweep_inbox`]; ms since the epoch).
+    swept_ms: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// Ends the push endpoint's background work when the server shuts down ([`PushHandle::finish`]).
@@ -145,8 +147,10 @@ impl PushHandle {
 /// The router of `POST /ingest`, and the handle that ends its background work.
 ///
 /// An earlier process's leftovers are taken up at once: spooled bodies it left in the inbox
-/// ([`sweep_inbox`]) are removed, and when its pushes were not all replayed and detected (it was
-/// killed before its last pass), the replay and detection thread starts now, not at the next push.
+/// ([`sweep_inbox`]) are removed (and looked for again every ten minutes of pushes, for those
+/// not yet an hour old at the start), and when its pushes were not all replayed and detected (it
+/// was killed before its last pass), the replay and detection thread starts now, not at the next
+/// push.
 pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
     let cfg = Arc::new(cfg);
     sweep_inbox(&cfg.lake, STALE_SPOOL);
@@ -172,6 +176,7 @@ pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
         closed: Arc::clone(&closed),
         derive: Arc::clone(&derive),
         uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
+        swept_ms: Arc::new(std::sync::atomic::AtomicI64::new(crate::lake::now_ms())),
     };
     let router = Router::new()
         .route("/ingest", post(ingest))
@@ -190,6 +195,9 @@ pub fn router(cfg: PushConfig) -> (Router, PushHandle) {
 /// How old a spooled body must be for [`router`] to remove it as left by an earlier process (a
 /// live one's spool files are written, or wait for the commit lock, for much less).
 const STALE_SPOOL: Duration = Duration::from_secs(3600);
+
+/// How often the pushes look for such bodies again after the start (ms).
+const SWEEP_EVERY_MS: i64 = 10 * 60 * 1000;
 
 /// Removes from `LAKE/_vigie/inbox/` the spooled bodies (whole or partial) last written more than
 /// `older_than` ago: a process killed while it read or committed a body leaves it there, and its
@@ -410,6 +418,18 @@ async fn ingest(State(st): State<PushState>, req: Request) -> Response {
         let _one = guard;
         let r = commit_spooled(&committing.cfg, &spooled.0);
         drop(spooled);
+        // Spooled bodies an earlier process left (killed, and started again within the hour)
+        // are old enough to go after a while: looked for every ten minutes of pushes.
+        let now = crate::lake::now_ms();
+        let last = committing.swept_ms.load(Ordering::Relaxed);
+        if now - last >= SWEEP_EVERY_MS
+            && committing
+                .swept_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            sweep_inbox(&committing.cfg.lake, STALE_SPOOL);
+        }
         if let Ok(r) = &r
             && r.files_unreadable == 0
             && r.version.is_some()
