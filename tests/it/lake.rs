@@ -718,10 +718,6 @@ while time.time() < end:
     assert!(compacted, "the stream compacted while the reader sampled");
 }
 
-/// `vigie lake check` beside a live writer: a table whose Delta log a commit rolled forward after
-/// the check read the Vigie log is the writer's work, not a problem (it was reported as "Delta
-/// version N describes Vigie version V, after the latest"). Forty commits of another `Lake` of the
-/// same directory, each with a piece of the sample, while the check runs again and again.
 /// A writer killed between its Vigie commit and its Delta commits leaves the Delta logs behind:
 /// `lake check` says so (not a problem: a live writer is there too for a moment), and `lake sync`
 /// rolls them forward without waiting for the next writing command.
@@ -765,6 +761,10 @@ fn after_a_killed_writer_lake_sync_rolls_the_delta_logs_forward() {
     assert_eq!(report["commits"], 0, "{report}");
 }
 
+/// `vigie lake check` beside a live writer: a table whose Delta log a commit rolled forward after
+/// the check read the Vigie log is the writer's work, not a problem (it was reported as "Delta
+/// version N describes Vigie version V, after the latest"). Forty commits of another `Lake` of the
+/// same directory, each with a piece of the sample, while the check runs again and again.
 #[test]
 fn lake_check_beside_a_writer_reports_no_false_problem() {
     let dir = tempfile::tempdir().unwrap();
