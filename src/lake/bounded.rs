@@ -817,43 +817,87 @@ impl BoundFunctions {
     /// the constants of a node whose rows are copied are bounded by [`constant_cap`].
     fn plan(&self, plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         let constants = Arc::new(AtomicU64::new(0));
-        self.node(plan, false, &constants)
+        self.node(plan, false, &[], false, &constants)
     }
 
     /// [`BoundFunctions::plan`] of one node and what is under it. A node's constants are copied
     /// into many rows when its input makes more than one (it evaluates them once per batch and
     /// may copy them into every row: `SELECT range(20000) FROM moves`), or when a node above
-    /// copies its rows (`copied`: a join with a side of many rows, `moves CROSS JOIN (SELECT
-    /// repeat(...))`, or a subquery of an expression over many rows). `SELECT unnest(range(20000))`
-    /// makes its list once, over one row, and nothing copies it.
+    /// copies its rows (`copied`): a join that outputs this side's columns with another side of
+    /// many rows (`moves CROSS JOIN (SELECT repeat(...))`), an unnest (which copies every column
+    /// but the lists it unnests into each of their elements' rows), or a subquery of an
+    /// expression over many rows. Under an unnest every node counts as copied, except, in the
+    /// projection right under it, the expressions of the columns it splits (`split`), which are
+    /// copied only as the unnest's own rows are (`split_copied`): `SELECT unnest(range(20000))`
+    /// makes its list once, over one row, and nothing copies it; a list made further down
+    /// (`SELECT unnest(x) FROM (SELECT range(20000) AS x)`) is bounded as copied.
     fn node(
         &self,
         plan: LogicalPlan,
         copied: bool,
+        split: &[String],
+        split_copied: bool,
         constants: &Arc<AtomicU64>,
     ) -> Result<Transformed<LogicalPlan>> {
+        use datafusion::common::JoinType;
         let many: Vec<bool> = plan.inputs().into_iter().map(many_rows).collect();
-        let join = matches!(plan, LogicalPlan::Join(_));
         let mine = copied || many.iter().any(|m| *m);
+        // What the node does to its children's rows: a join whose output carries a side's
+        // columns copies that side's rows once per match on the other side; an unnest copies its
+        // input's other columns.
+        let copies_sides = match &plan {
+            LogicalPlan::Join(j) => matches!(
+                j.join_type,
+                JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full
+            ),
+            _ => false,
+        };
+        let unnested: Vec<String> = match &plan {
+            LogicalPlan::Unnest(u) => u.exec_columns.iter().map(|c| c.name.clone()).collect(),
+            _ => Vec::new(),
+        };
+        let is_unnest = matches!(plan, LogicalPlan::Unnest(_));
         let mut child = 0;
         let plan = plan.map_children(|c| {
-            let other_side_many = join && many.iter().enumerate().any(|(j, m)| j != child && *m);
+            let other_side_many =
+                copies_sides && many.iter().enumerate().any(|(j, m)| j != child && *m);
             child += 1;
-            self.node(c, copied || other_side_many, constants)
-        })?;
-        let plan = plan.transform_data(|p| p.map_subqueries(|s| self.node(s, mine, constants)))?;
-        let limit = mine.then(|| constant_cap(self.cap));
-        plan.transform_data(|p| {
-            // A row of VALUES is its own row: its literals are not copied.
-            if let Some(most) = limit
-                && !matches!(p, LogicalPlan::Values(_))
-            {
-                p.apply_expressions(|e| {
-                    check_literals(e, most)?;
-                    Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
-                })?;
+            if is_unnest {
+                // Only a projection's columns can be told apart.
+                let split: &[String] = if matches!(c, LogicalPlan::Projection(_)) {
+                    &unnested
+                } else {
+                    &[]
+                };
+                self.node(c, true, split, copied, constants)
+            } else {
+                self.node(c, copied || other_side_many, &[], false, constants)
             }
-            p.map_expressions(|e| e.transform_up(|e| self.expr(e, limit, constants)))
+        })?;
+        let plan = plan
+            .transform_data(|p| p.map_subqueries(|s| self.node(s, mine, &[], false, constants)))?;
+        let cap = constant_cap(self.cap);
+        let input_many = many.iter().any(|m| *m);
+        // In the projection under an unnest, the columns it splits are not copied by it.
+        let copied_expr = |e: &Expr| -> bool {
+            let name = match e {
+                Expr::Alias(a) => a.name.clone(),
+                other => other.schema_name().to_string(),
+            };
+            if split.contains(&name) {
+                split_copied || input_many
+            } else {
+                mine
+            }
+        };
+        plan.transform_data(|p| {
+            p.map_expressions(|e| {
+                let limit = copied_expr(&e).then_some(cap);
+                if let Some(most) = limit {
+                    check_literals(&e, most)?;
+                }
+                e.transform_up(|e| self.expr(e, limit, constants))
+            })
         })
     }
 }
@@ -1134,10 +1178,14 @@ mod tests {
         )
         .expect_err("the CASE over 20,000 rows ran");
         assert!(err.contains("copied into every row"), "{err}");
-        // Through a join with a side of many rows, or a subquery over many rows: refused too.
+        // Through a join with a side of many rows, a subquery over many rows, a row of VALUES so
+        // joined, or a column an unnest copies into each element's row: refused too.
+        let wide = "w".repeat(4000);
         for q in [
             format!("SELECT length(s) {rows} CROSS JOIN (SELECT repeat('x', 800000) AS s) c"),
             format!("SELECT (SELECT repeat('x', 800000)) AS s {rows}"),
+            format!("SELECT length(s) {rows} CROSS JOIN (VALUES ('{wide}')) v(s)"),
+            "SELECT max(length(s)) FROM (SELECT unnest(range(20000)) AS i, s FROM (SELECT repeat('x', 500000) AS s) c) t".to_owned(),
         ] {
             let err = run(8 * MB, &q).expect_err(&q);
             assert!(err.contains("copied into every row"), "{q}: {err}");
