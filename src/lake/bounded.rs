@@ -880,6 +880,10 @@ impl BoundFunctions {
         let input_many = many.iter().any(|m| *m);
         // In the projection under an unnest, the columns it splits are not copied by it.
         let copied_expr = |e: &Expr| -> bool {
+            // Named only under an unnest: a name is the expression's text, long for a rule's CASE.
+            if split.is_empty() {
+                return mine;
+            }
             let name = match e {
                 Expr::Alias(a) => a.name.clone(),
                 other => other.schema_name().to_string(),
