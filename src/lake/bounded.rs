@@ -80,6 +80,13 @@ pub fn constant_cap(cap: usize) -> usize {
     (cap / BATCH_ROWS).max(1 << 10)
 }
 
+/// Why a constant of `size` bytes is refused where at most `most` may be copied into every row.
+fn constant_too_big(size: u128, most: usize) -> String {
+    format!(
+        "a constant of {size} bytes, over the limit of {most} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)"
+    )
+}
+
 /// How a function's result size (or work) follows from its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Cost {
@@ -354,7 +361,7 @@ fn offsets_len<O: datafusion::arrow::array::OffsetSizeTrait>(o: &[O]) -> Vec<u12
         .collect()
 }
 
-fn array_lengths(a: &ArrayRef) -> Vec<u128> {
+pub(crate) fn array_lengths(a: &ArrayRef) -> Vec<u128> {
     match a.data_type() {
         DataType::Utf8 => offsets_len(a.as_string::<i32>().value_offsets()),
         DataType::LargeUtf8 => offsets_len(a.as_string::<i64>().value_offsets()),
@@ -575,9 +582,7 @@ impl ScalarUDFImpl for Bounded {
             if let Some(most) = self.constant_limit
                 && size > most as u128
             {
-                return Err(self.refuse(format!(
-                    "a constant of {size} bytes, over the limit of {most} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)"
-                )));
+                return Err(self.refuse(constant_too_big(size, most)));
             }
             self.check_constants(size)?;
             self.constants
@@ -841,7 +846,8 @@ impl BoundFunctions {
     ) -> Result<Transformed<LogicalPlan>> {
         use datafusion::common::JoinType;
         let many: Vec<bool> = plan.inputs().into_iter().map(many_rows).collect();
-        let mine = copied || many.iter().any(|m| *m);
+        let input_many = many.iter().any(|m| *m);
+        let mine = copied || input_many;
         // What the node does to its children's rows: a join whose output carries a side's
         // columns copies that side's rows once per match on the other side; an unnest copies its
         // input's other columns.
@@ -852,32 +858,31 @@ impl BoundFunctions {
             ),
             _ => false,
         };
-        let unnested: Vec<String> = match &plan {
-            LogicalPlan::Unnest(u) => u.exec_columns.iter().map(|c| c.name.clone()).collect(),
-            _ => Vec::new(),
+        let unnested: Option<Vec<String>> = match &plan {
+            LogicalPlan::Unnest(u) => Some(u.exec_columns.iter().map(|c| c.name.clone()).collect()),
+            _ => None,
         };
-        let is_unnest = matches!(plan, LogicalPlan::Unnest(_));
         let mut child = 0;
         let plan = plan.map_children(|c| {
             let other_side_many =
                 copies_sides && many.iter().enumerate().any(|(j, m)| j != child && *m);
             child += 1;
-            if is_unnest {
-                // Only a projection's columns can be told apart.
-                let split: &[String] = if matches!(c, LogicalPlan::Projection(_)) {
-                    &unnested
-                } else {
-                    &[]
-                };
-                self.node(c, true, split, copied, constants)
-            } else {
-                self.node(c, copied || other_side_many, &[], false, constants)
+            match &unnested {
+                Some(unnested) => {
+                    // Only a projection's columns can be told apart.
+                    let split: &[String] = if matches!(c, LogicalPlan::Projection(_)) {
+                        unnested
+                    } else {
+                        &[]
+                    };
+                    self.node(c, true, split, copied, constants)
+                }
+                None => self.node(c, copied || other_side_many, &[], false, constants),
             }
         })?;
         let plan = plan
             .transform_data(|p| p.map_subqueries(|s| self.node(s, mine, &[], false, constants)))?;
         let cap = constant_cap(self.cap);
-        let input_many = many.iter().any(|m| *m);
         // In the projection under an unnest, the columns it splits are not copied by it.
         let copied_expr = |e: &Expr| -> bool {
             // Named only under an unnest: a name is the expression's text, long for a rule's CASE.
@@ -926,12 +931,9 @@ fn check_literals(e: &Expr, most: usize) -> Result<()> {
         }
     };
     match e {
-        Expr::Literal(v, _) if v.size() > most => {
-            Err(DataFusionError::ResourcesExhausted(format!(
-                "a constant of {} bytes in the query, over the limit of {most} bytes (a constant is copied into every row of a batch, {BATCH_ROWS} rows)",
-                v.size()
-            )))
-        }
+        Expr::Literal(v, _) if v.size() > most => Err(DataFusionError::ResourcesExhausted(
+            constant_too_big(v.size() as u128, most),
+        )),
         Expr::BinaryExpr(b)
             if matches!(
                 b.op,

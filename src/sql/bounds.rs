@@ -87,16 +87,20 @@ fn expanded_blocks(s: &DFStatement) -> u64 {
     // changes (a body may read a CTE defined inside it, listed after it). A name defined twice
     // takes the larger weight; a recursive CTE's reference to itself counts one block.
     let mut weights: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    // A frame's blocks and the weights of the CTEs it reads, but `own` (its own name).
+    let weigh = |frame: &Frame, own: &str, weights: &std::collections::HashMap<&str, u64>| {
+        frame
+            .refs
+            .iter()
+            .filter(|r| *r != own)
+            .fold(frame.blocks, |w, r| {
+                w.saturating_add(weights.get(r.as_str()).copied().unwrap_or(0))
+            })
+    };
     for _ in 0..=all.ctes.len() {
         let mut changed = false;
         for (name, body) in &all.ctes {
-            let w = body
-                .refs
-                .iter()
-                .filter(|r| *r != name)
-                .fold(body.blocks, |w, r| {
-                    w.saturating_add(weights.get(r.as_str()).copied().unwrap_or(0))
-                });
+            let w = weigh(body, name, &weights);
             let slot = weights.entry(name.as_str()).or_insert(0);
             if w > *slot {
                 *slot = w;
@@ -107,9 +111,7 @@ fn expanded_blocks(s: &DFStatement) -> u64 {
             break;
         }
     }
-    all.main.refs.iter().fold(all.main.blocks, |w, r| {
-        w.saturating_add(weights.get(r.as_str()).copied().unwrap_or(0))
-    })
+    weigh(&all.main, "", &weights)
 }
 
 /// The blocks a part of a statement holds and the names it reads (lower case): the statement

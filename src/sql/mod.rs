@@ -523,27 +523,28 @@ fn slice_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
         .iter()
-        .map(|c| column_bytes(c.as_ref()))
+        .map(column_bytes)
         .fold(0usize, usize::saturating_add)
 }
 
 /// The least a cell takes once held as a value of its own (a `String` or `Option<String>`).
 const CELL_BYTES: usize = 24;
 
-fn column_bytes(c: &dyn datafusion::arrow::array::Array) -> usize {
+fn column_bytes(c: &datafusion::arrow::array::ArrayRef) -> usize {
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::DataType;
     let cells = c.len().saturating_mul(CELL_BYTES);
-    let view_lengths = |views: &[u128]| -> usize { views.iter().map(|v| *v as u32 as usize).sum() };
     let data = match c.data_type() {
-        DataType::Utf8View => view_lengths(c.as_string_view().views()),
-        DataType::BinaryView => view_lengths(c.as_binary_view().views()),
+        // Each view's length (the bounded functions' reading of a value's size).
+        DataType::Utf8View | DataType::BinaryView => crate::lake::bounded::array_lengths(c)
+            .iter()
+            .fold(0usize, |n, &l| n.saturating_add(l as usize)),
         DataType::Dictionary(_, _) => {
             let dict = c.as_any_dictionary();
             let values = dict.values();
             // Each value's size, then each row's.
             let sizes: Vec<usize> = (0..values.len())
-                .map(|i| column_bytes(values.slice(i, 1).as_ref()))
+                .map(|i| column_bytes(&values.slice(i, 1)))
                 .collect();
             dict.normalized_keys()
                 .iter()
@@ -604,15 +605,17 @@ mod tests {
     #[test]
     fn cells_count_as_rendered_not_as_stored() {
         // A column of nulls stores nothing; each of its cells is a value once held or rendered.
-        let nulls = NullArray::new(1000);
+        let nulls: ArrayRef = std::sync::Arc::new(NullArray::new(1000));
         assert!(column_bytes(&nulls) >= 1000 * CELL_BYTES);
         // A dictionary repeating one long value stores it once; every row renders it.
         let long = "x".repeat(1000);
         let values: ArrayRef = std::sync::Arc::new(StringArray::from(vec![long.as_str()]));
-        let dict = DictionaryArray::<Int32Type>::try_new(vec![0; 5000].into(), values).unwrap();
+        let dict: ArrayRef = std::sync::Arc::new(
+            DictionaryArray::<Int32Type>::try_new(vec![0; 5000].into(), values).unwrap(),
+        );
         assert!(column_bytes(&dict) >= 5000 * 1000);
         // A plain column: its bytes and the cells.
-        let plain = StringArray::from(vec!["ab"; 10]);
+        let plain: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["ab"; 10]));
         assert!(column_bytes(&plain) >= 10 * (2 + CELL_BYTES));
     }
 }
