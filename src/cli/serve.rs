@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// --vacuum-retain-rewrites`.
     #[arg(long, default_value_t = 5, requires = "ingest_token_file")]
     vacuum_retain_rewrites: u64,
+    /// Hours the logs keep their commits, beside the push endpoint; as `vigie stream
+    /// --vacuum-log-retain`.
+    #[arg(long, default_value_t = 168, requires = "ingest_token_file")]
+    vacuum_log_retain: u64,
     /// Least seconds between the starts of two detection runs after pushes (0: as soon as a
     /// replay lands); as `vigie stream --detect-interval`.
     #[arg(long, default_value_t = 0.0, requires = "ingest_token_file")]
@@ -60,6 +64,7 @@ impl ServeArgs {
             rules,
             vacuum_retain,
             vacuum_retain_rewrites,
+            vacuum_log_retain,
             detect_interval,
             sql,
             http,
@@ -82,6 +87,7 @@ impl ServeArgs {
                 );
                 (push.vacuum_retain, push.rewrites_retain) =
                     super::stream::retention(vacuum_retain, vacuum_retain_rewrites);
+                push.log_retain = super::stream::hours(vacuum_log_retain);
                 push.detect_interval =
                     super::stream::seconds("detect-interval", detect_interval, 0.0)?;
                 Some(push)

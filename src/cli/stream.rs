@@ -37,6 +37,10 @@ pub struct StreamArgs {
     /// files). At a pass a second they are about 5 MB a pass on a month of 20,000 accounts.
     #[arg(long, default_value_t = 5)]
     vacuum_retain_rewrites: u64,
+    /// Hours the logs keep their commits (Vigie's and each table's Delta log; cleaned after each
+    /// vacuum down to a checkpoint): time travel reads versions that recent.
+    #[arg(long, default_value_t = 168)]
+    vacuum_log_retain: u64,
     /// Share of one core the engine analysis of draughts games takes at most in the background
     /// while following (flagged accounts' games first, then a sample; as `vigie analyse`; it waits
     /// while a pass runs); 0 turns it off. Not with `--once`.
@@ -65,6 +69,7 @@ impl StreamArgs {
             once,
             vacuum_retain,
             vacuum_retain_rewrites,
+            vacuum_log_retain,
             analyse_share,
             analyse_nodes,
             analyse_sample,
@@ -85,6 +90,7 @@ impl StreamArgs {
         opts.once = once;
         (opts.vacuum_retain, opts.rewrites_retain) =
             retention(vacuum_retain, vacuum_retain_rewrites);
+        opts.log_retain = hours(vacuum_log_retain);
         opts.analysis = (analyse_share > 0.0).then(|| {
             vigie::stream::StreamAnalysis::new(analyse_share, analyse_nodes, analyse_sample)
         });
@@ -108,7 +114,12 @@ pub(super) fn seconds(name: &str, value: f64, least: f64) -> Result<std::time::D
 /// beside its push endpoint) as durations.
 pub(super) fn retention(hours: u64, minutes: u64) -> (std::time::Duration, std::time::Duration) {
     (
-        std::time::Duration::from_secs(hours.saturating_mul(3600)),
+        self::hours(hours),
         std::time::Duration::from_secs(minutes.saturating_mul(60)),
     )
+}
+
+/// An option in hours as a duration.
+pub(super) fn hours(hours: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(hours.saturating_mul(3600))
 }

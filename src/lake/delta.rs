@@ -63,11 +63,21 @@ pub fn log_dir(root: &Path, table: &str) -> PathBuf {
     root.join(table).join("_delta_log")
 }
 
-fn commit_file(dir: &Path, version: u64) -> PathBuf {
+/// Where a sync says which Vigie version every table's Delta log has reached.
+const SYNCED_HINT: &str = "_vigie/delta-synced";
+
+/// The Vigie version every table's Delta log had reached at the end of the last whole sync.
+pub(crate) fn synced_hint(root: &Path) -> Option<u64> {
+    fs::read_to_string(root.join(SYNCED_HINT))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+pub(crate) fn commit_file(dir: &Path, version: u64) -> PathBuf {
     dir.join(format!("{version:020}.json"))
 }
 
-fn checkpoint_file(dir: &Path, version: u64) -> PathBuf {
+pub(crate) fn checkpoint_file(dir: &Path, version: u64) -> PathBuf {
     dir.join(format!("{version:020}.checkpoint.parquet"))
 }
 
@@ -762,22 +772,22 @@ fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<u6
 /// The Delta version of a table that describes Vigie version `vigie`: the newest one whose `txn`
 /// is at most `vigie` (a binary search: `txn` never decreases with the Delta version). A schema
 /// version repeats the `txn` of the version before it (same files, newer schema), so it is the
-/// one chosen for that Vigie version. `None` when the table's log starts after it or does not
-/// exist.
+/// one chosen for that Vigie version. `None` when the table's log starts after it (or, cleaned,
+/// keeps no older version) or does not exist.
 pub fn version_for(root: &Path, table: &str, vigie: u64) -> Result<Option<u64>> {
     let dir = log_dir(root, table);
     let (commits, _) = list_versions(&dir)?;
-    let Some(&latest) = commits.last() else {
+    let (Some(&first), Some(&latest)) = (commits.first(), commits.last()) else {
         return Ok(None);
     };
     let txn_of = |v: u64| -> Result<u64> {
         let path = commit_file(&dir, v);
         vigie_version_of(&path, &read_actions(&path)?)
     };
-    if txn_of(0)? > vigie {
+    if txn_of(first)? > vigie {
         return Ok(None);
     }
-    let (mut lo, mut hi) = (0u64, latest);
+    let (mut lo, mut hi) = (first, latest);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
         if txn_of(mid)? <= vigie {
@@ -908,13 +918,15 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     }
     // Vigie commits that some table has not got yet: every table has every commit up to the
     // hint (written after a whole sync), so only later ones are read.
-    let hint_path = root.join("_vigie/delta-synced");
-    let hint: Option<u64> = fs::read_to_string(&hint_path)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|&h| h <= latest);
+    let hint_path = root.join(SYNCED_HINT);
+    let hint = synced_hint(root).filter(|&h| h <= latest);
     let oldest = heads.values().map(|h| h.vigie).min().unwrap_or(latest);
-    let from = hint.map_or(oldest, |h| oldest.max(h));
+    let from = match hint {
+        Some(h) => oldest.max(h),
+        // Commits the log no longer has were in every table's log before they were cleaned
+        // ([`super::cleanup`] deletes none after the hint).
+        None => oldest.max(lake.first_commit()?.saturating_sub(1)),
+    };
     for v in from + 1..=latest {
         let c = lake.read_commit(v)?;
         let touched: BTreeSet<&str> = c
@@ -980,7 +992,8 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
 /// `catalogue` with a log, compares its latest `metaData` with the declared schema and, when the
 /// change is additive, publishes a schema version (see [`schema_actions`]) after its head. The
 /// version is a function of the head and the catalogue alone (the time is that of the Vigie
-/// version the head describes), so writers of the same build racing write the same bytes. A
+/// version the head describes, while the log keeps it), so writers of the same build racing
+/// write the same bytes. A
 /// writer that finds the version taken (by another writer's schema version or next commit)
 /// leaves it to the next sync.
 fn evolve(
@@ -1051,9 +1064,17 @@ fn evolve(
 /// The time of Vigie commit `v` (0 for an empty lake): the time of actions written for it.
 fn state_time(lake: &Lake, v: u64) -> Result<i64> {
     if v == 0 {
-        return Ok(0);
+        // A new lake: its tables' version 0 is dated now, not 1970.
+        return Ok(super::now_ms());
     }
-    Ok(lake.read_commit(v)?.time_ms)
+    match lake.read_commit(v) {
+        Ok(c) => Ok(c.time_ms),
+        // A table untouched since a commit the log no longer keeps ([`super::cleanup`]).
+        Err(LakeError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(super::now_ms())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A map column of string to string, with the Spark names (`key_value`, `key`, `value`).
@@ -1445,7 +1466,18 @@ pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
         }
         let n = vigie_version_of(&commit, &read_actions(&commit)?)?;
         if let std::collections::btree_map::Entry::Vacant(e) = states.entry(n) {
-            e.insert(lake.state_at(n)?);
+            match lake.state_at(n) {
+                Ok(s) => {
+                    e.insert(s);
+                }
+                // A table untouched since a Vigie version the log no longer keeps: nothing to
+                // compare its checkpoint with (`vigie lake check` still reads it whole).
+                Err(LakeError::Expired { .. }) => {
+                    mark_verified(lake, &t, c);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let want: BTreeSet<String> = states[&n]
             .table_files(&t)
@@ -1504,14 +1536,20 @@ fn replay(live: &mut BTreeMap<String, u64>, actions: &[Value]) {
 
 /// The `add.path` values of a Parquet checkpoint.
 fn checkpoint_adds(path: &Path) -> Result<BTreeSet<String>> {
+    Ok(checkpoint_files(path)?.into_keys().collect())
+}
+
+/// The files a Parquet checkpoint lists (its `add` actions' paths), with their sizes.
+fn checkpoint_files(path: &Path) -> Result<BTreeMap<String, u64>> {
     use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
     let file = File::open(path).map_err(|e| LakeError::Io {
         path: path.to_path_buf(),
         source: e,
     })?;
     let reader =
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
-    let mut out = BTreeSet::new();
+    let mut out = BTreeMap::new();
     for batch in reader {
         let batch = batch?;
         let Some(add) = batch.column_by_name("add") else {
@@ -1521,10 +1559,19 @@ fn checkpoint_adds(path: &Path) -> Result<BTreeSet<String>> {
         let paths = add
             .column_by_name("path")
             .ok_or_else(|| corrupt(path, "no add.path column"))?
-            .as_string::<i32>();
+            .as_string_opt::<i32>()
+            .ok_or_else(|| corrupt(path, "add.path is not a string column"))?;
+        let sizes = add
+            .column_by_name("size")
+            .ok_or_else(|| corrupt(path, "no add.size column"))?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| corrupt(path, "add.size is not a 64-bit integer column"))?;
         for i in 0..add.len() {
             if add.is_valid(i) && paths.is_valid(i) {
-                out.insert(paths.value(i).to_owned());
+                let size = u64::try_from(sizes.value(i)).map_err(|_| {
+                    corrupt(path, format!("add.size {} is negative", sizes.value(i)))
+                })?;
+                out.insert(paths.value(i).to_owned(), size);
             }
         }
     }
@@ -1553,6 +1600,7 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
     }
     let mut states: BTreeMap<u64, State> = BTreeMap::new();
     let mut out = Vec::new();
+    let vigie_first = lake.first_commit()?;
     for t in tables {
         let mut c = TableCheck {
             table: t.clone(),
@@ -1573,7 +1621,32 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
         let mut meta: Option<Value> = None;
         let mut vigie = None;
         let mut broken = false;
-        for v in 0..=latest {
+        // A log cleaned of its oldest versions ([`super::cleanup`]) is read from its oldest
+        // checkpoint with its commit and every later one.
+        let mut first = 0;
+        if !commits.contains(&0)
+            && let Some(&k) = checkpoints.iter().find(|&&k| {
+                commits.contains(&k) && commits.range(k..).count() as u64 == latest - k + 1
+            })
+        {
+            let cp = checkpoint_file(&dir, k);
+            match checkpoint_files(&cp).and_then(|f| Ok((f, checkpoint_metadata(&cp)?))) {
+                Ok((files, m)) => {
+                    live = files;
+                    meta = m;
+                    let path = commit_file(&dir, k);
+                    match read_actions(&path).and_then(|a| vigie_version_of(&path, &a)) {
+                        Ok(n) => vigie = Some(n),
+                        Err(e) => c
+                            .problems
+                            .push(format!("table {t}: Delta version {k}: {e}")),
+                    }
+                    first = k + 1;
+                }
+                Err(e) => c.problems.push(format!("table {t}: checkpoint {k}: {e}")),
+            }
+        }
+        for v in first..=latest {
             let path = commit_file(&dir, v);
             // Listed, or written since the listing (which is no snapshot beside a live writer).
             if !commits.contains(&v) && !path.exists() {
@@ -1669,7 +1742,17 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
                 ));
             } else {
                 if let std::collections::btree_map::Entry::Vacant(e) = states.entry(n) {
-                    e.insert(lake.state_at(n)?);
+                    e.insert(match lake.state_at(n) {
+                        Ok(s) => s,
+                        // The table's head describes a Vigie version the log no longer keeps:
+                        // no commit touched the table from then to the oldest it keeps (the
+                        // cleaned commits were all in the Delta logs), so its files are those of
+                        // that version.
+                        Err(LakeError::Expired { oldest, .. }) if oldest > n => {
+                            lake.state_at(oldest)?
+                        }
+                        Err(e) => return Err(e),
+                    });
                 }
                 let want: BTreeMap<String, u64> = states[&n]
                     .table_files(&t)
@@ -1701,7 +1784,9 @@ pub fn check(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<V
                         "table {t}: Vigie version {n} has {p}, which Delta version {latest} does not list"
                     ));
                 }
-                for v in n + 1..=state.version {
+                // Commits the Vigie log no longer keeps were in every table's log before they
+                // were cleaned.
+                for v in (n + 1).max(vigie_first)..=state.version {
                     if commit_actions(&lake.read_commit(v)?, &t).is_some() {
                         c.behind += 1;
                     }

@@ -21,10 +21,12 @@
 //! writer to open the lake deletes them (after checking, by its lock, that
 //! their writer is dead) and writes the Delta commits a crash left unwritten.
 //! Files removed by a commit stay on disk until [`Writer::vacuum`], so that
-//! older versions stay readable. `docs/lake.md` has the protocol and its crash
-//! cases.
+//! older versions stay readable; [`Writer::clean_logs`] deletes the logs' commits
+//! and checkpoints older than the log retention. `docs/lake.md` has the protocol
+//! and its crash cases.
 
 pub mod bounded;
+pub mod cleanup;
 pub mod decoded;
 pub mod delta;
 pub mod functions;
@@ -65,6 +67,10 @@ pub enum LakeError {
     Corrupt { path: PathBuf, msg: String },
     #[error("commit conflict: {0}")]
     Conflict(String),
+    #[error(
+        "{what} is older than the lake's log keeps (the oldest version it can read is {oldest}; `vigie vacuum --log-retain HOURS` sets how long commits are kept)"
+    )]
+    Expired { what: String, oldest: u64 },
     #[error(transparent)]
     Stage(#[from] StageError),
     #[error(
@@ -115,6 +121,10 @@ pub struct Lake {
     /// The newest Delta checkpoint of each table this process wrote or checked against Vigie's
     /// state (a checkpoint is written once and never changes): a writer checks only newer ones.
     checkpoints_verified: Mutex<BTreeMap<String, u64>>,
+    /// The oldest version left in each log this process cleaned ([`Writer::clean_logs`]; the key
+    /// `""` is Vigie's log, the others are tables): a cleaning deletes from there, by name, with no
+    /// listing of a log that holds a commit a second for the whole retention.
+    log_floors: Mutex<BTreeMap<String, u64>>,
 }
 
 /// A committed state of the lake, for readers.
@@ -252,6 +262,7 @@ impl Lake {
             delta_heads: Mutex::new(BTreeMap::new()),
             delta_meta: Mutex::new(BTreeMap::new()),
             checkpoints_verified: Mutex::new(BTreeMap::new()),
+            log_floors: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -300,6 +311,15 @@ impl Lake {
             Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
             None => {
                 if let Some(missing) = (1..=version).find(|v| !commits.contains(v)) {
+                    // The log was cleaned up to a checkpoint after this version.
+                    if let Some(oldest) =
+                        oldest_readable(&commits, &checkpoints, latest).filter(|&o| o > version)
+                    {
+                        return Err(LakeError::Expired {
+                            what: format!("version {version}"),
+                            oldest,
+                        });
+                    }
                     return Err(LakeError::Corrupt {
                         path: self.commit_path(missing),
                         msg: format!("commit {missing} is missing"),
@@ -314,18 +334,35 @@ impl Lake {
         Ok(state)
     }
 
-    /// The Vigie version that was the latest at `time_ms` (the newest commit made at or before it).
+    /// The Vigie version that was the latest at `time_ms` (the newest commit made at or before it:
+    /// a binary search, commits being made in time order). A time before the oldest commit the
+    /// log keeps is an error once the log was cleaned ([`Writer::clean_logs`]).
     pub fn version_at(&self, time_ms: i64) -> Result<u64> {
-        let (commits, _) = self.list_log()?;
-        let mut found = 0;
-        for v in commits {
-            if self.read_commit(v)?.time_ms <= time_ms {
-                found = v;
+        let (commits, checkpoints) = self.list_log()?;
+        let commits: Vec<u64> = commits.into_iter().collect();
+        let (mut lo, mut hi) = (0, commits.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.read_commit(commits[mid])?.time_ms <= time_ms {
+                lo = mid + 1;
             } else {
-                break;
+                hi = mid;
             }
         }
-        Ok(found)
+        match lo.checked_sub(1) {
+            Some(i) => Ok(commits[i]),
+            None => match commits.first() {
+                Some(&first) if first > 1 => {
+                    let latest = commits.last().copied().unwrap_or(first);
+                    let set: BTreeSet<u64> = commits.iter().copied().collect();
+                    Err(LakeError::Expired {
+                        what: format!("the time {}", crate::log::syntax::format_ts(time_ms)),
+                        oldest: oldest_readable(&set, &checkpoints, latest).unwrap_or(first),
+                    })
+                }
+                _ => Ok(0),
+            },
+        }
     }
 
     /// The version an `--as-of` argument names: a version number, or a time
@@ -402,6 +439,13 @@ impl Lake {
         self.log_dir().join(format!("{v:020}.checkpoint.json"))
     }
 
+    /// The oldest commit in the log (1 unless [`Writer::clean_logs`] deleted older ones; 1 too for
+    /// a log with none yet). Lists the log.
+    pub(crate) fn first_commit(&self) -> Result<u64> {
+        let (commits, _) = self.list_log()?;
+        Ok(commits.first().copied().unwrap_or(1))
+    }
+
     /// Versions of commits and checkpoints present in the log.
     fn list_log(&self) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
         let dir = self.log_dir();
@@ -458,6 +502,15 @@ impl Lake {
                     .copied();
                 Arc::new(match start {
                     Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
+                    // Never an empty state for a log whose start is gone.
+                    None if latest > 0 && !commits.contains(&1) => {
+                        return Err(LakeError::Corrupt {
+                            path: self.log_dir(),
+                            msg: format!(
+                                "no checkpoint from which every later commit up to {latest} is present, and commit 1 is missing"
+                            ),
+                        });
+                    }
                     None => State::default(),
                 })
             }
@@ -623,11 +676,28 @@ impl Lake {
     /// The files of the versions live readers hold; the leases of dead readers (and the half-made
     /// ones they left) are removed on the way.
     fn held(&self) -> Result<Held> {
+        let Some(versions) = self.leased_versions()? else {
+            return Ok(Held::Everything);
+        };
+        let mut files = BTreeSet::new();
+        for v in versions {
+            // A version no longer in the log (or beyond it) holds nothing it could read.
+            if let Ok(state) = self.state_at(v) {
+                files.extend(state.files.into_keys());
+            }
+        }
+        Ok(Held::Files(files))
+    }
+
+    /// The versions live readers hold (`None` when a live reader's lease cannot be read: it may
+    /// hold any); the leases of dead readers (and the half-made ones they left) are removed on
+    /// the way.
+    fn leased_versions(&self) -> Result<Option<BTreeSet<u64>>> {
         let dir = self.root.join(READERS);
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Held::Files(BTreeSet::new()));
+                return Ok(Some(BTreeSet::new()));
             }
             Err(e) => return Err(e).at(&dir),
         };
@@ -659,19 +729,35 @@ impl Lake {
                 }
                 None => {
                     tracing::warn!(lease = %path.display(), "a live reader's lease cannot be read: the vacuum deletes nothing");
-                    return Ok(Held::Everything);
+                    return Ok(None);
                 }
             }
         }
-        let mut files = BTreeSet::new();
-        for v in versions {
-            // A version no longer in the log (or beyond it) holds nothing it could read.
-            if let Ok(state) = self.state_at(v) {
-                files.extend(state.files.into_keys());
-            }
-        }
-        Ok(Held::Files(files))
+        Ok(Some(versions))
     }
+}
+
+/// The oldest version whose state can be read from a log holding `commits` and `checkpoints`
+/// (the latest being `latest`): 0 when it starts at commit 1, else its oldest checkpoint from which
+/// every later commit is present (a log cleaned by [`Writer::clean_logs`]); `None` when there is
+/// none.
+fn oldest_readable(
+    commits: &BTreeSet<u64>,
+    checkpoints: &BTreeSet<u64>,
+    latest: u64,
+) -> Option<u64> {
+    // The first of the commits that run unbroken to the latest.
+    let mut run = latest + 1;
+    for &v in commits.range(..=latest).rev() {
+        if v + 1 != run {
+            break;
+        }
+        run = v;
+    }
+    if run <= 1 {
+        return Some(0);
+    }
+    checkpoints.range(run - 1..=latest).next().copied()
 }
 
 /// Where readers' leases live.

@@ -100,6 +100,10 @@ pub struct StreamOptions {
     /// vacuumed every fifth of it: at a pass a second, a week of their removed files would fill
     /// a disk (about 5 MB a pass on a month of 20,000 accounts).
     pub rewrites_retain: Duration,
+    /// The commits and checkpoints of Vigie's log and of the tables' Delta logs older than this
+    /// are deleted after each vacuum, down to a checkpoint ([`crate::lake::Writer::clean_logs`]):
+    /// at a commit a second each log would otherwise gain some 100,000 files a day.
+    pub log_retain: Duration,
     /// Engine analysis in the background while following (never with `once`).
     pub analysis: Option<StreamAnalysis>,
 }
@@ -158,6 +162,9 @@ impl StreamOptions {
                 .unwrap_or(2),
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
             rewrites_retain: REWRITES_RETAIN,
+            log_retain: Duration::from_millis(
+                crate::lake::cleanup::DEFAULT_LOG_RETENTION_MS as u64,
+            ),
             analysis: None,
         }
     }
@@ -176,6 +183,8 @@ pub struct StreamReport {
     pub files_compacted: u64,
     /// Files deleted by vacuum (removed longer ago than the retention).
     pub files_vacuumed: u64,
+    /// Commits and checkpoints of the logs deleted (older than the log retention).
+    pub log_files_cleaned: u64,
     /// Batches abandoned because a file changed while being read (retried at the next look).
     pub retries: u64,
     /// Detection runs that failed (flags left as they were; tried again after the interval).
@@ -191,7 +200,7 @@ pub struct StreamReport {
 impl StreamReport {
     pub fn summary_line(&self) -> String {
         format!(
-            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files), {} files vacuumed; {} games analysed in {} rounds ({} failed); {} retried; last lake version {}; {:.1} s",
+            "stream: {} batches, {} commits, {} lines = {} valid + {} quarantined; {} replays, {} detection runs ({} failed), {} compactions ({} files), {} files vacuumed, {} log files cleaned; {} games analysed in {} rounds ({} failed); {} retried; last lake version {}; {:.1} s",
             self.batches,
             self.commits,
             self.lines_valid + self.lines_quarantined,
@@ -203,6 +212,7 @@ impl StreamReport {
             self.compactions,
             self.files_compacted,
             self.files_vacuumed,
+            self.log_files_cleaned,
             self.games_analysed,
             self.analysis_rounds,
             self.analysis_errors,
@@ -551,6 +561,7 @@ pub fn run(
     report.compactions = derived.compactions + compacted.compactions;
     report.files_compacted = derived.files_compacted + compacted.files_compacted;
     report.files_vacuumed = derived.files_vacuumed + compacted.files_vacuumed;
+    report.log_files_cleaned = derived.log_files_cleaned + compacted.log_files_cleaned;
     report.analysis_rounds = analysed.analysis_rounds;
     report.games_analysed = analysed.games_analysed;
     report.analysis_errors = analysed.analysis_errors;
@@ -841,11 +852,12 @@ fn vacuum_once(
         .into_iter()
         .map(|t| (t, ms(opts.rewrites_retain)))
         .collect();
-    let v = lake
-        .writer()?
-        .vacuum_with(ms(opts.vacuum_retain), &shorter)?;
+    let mut w = lake.writer()?;
+    let v = w.vacuum_with(ms(opts.vacuum_retain), &shorter)?;
     report.files_vacuumed += v.files;
     report.last_version = v.version.or(report.last_version);
+    let c = w.clean_logs(ms(opts.log_retain))?;
+    report.log_files_cleaned += c.vigie_files + c.delta_files;
     Ok(())
 }
 

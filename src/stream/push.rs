@@ -52,6 +52,9 @@ pub struct PushConfig {
     /// The same for the tables every detection pass rewrites whole
     /// ([`super::StreamOptions::rewrites_retain`]).
     pub rewrites_retain: Duration,
+    /// The logs' commits older than this are deleted at the vacuum
+    /// ([`super::StreamOptions::log_retain`]).
+    pub log_retain: Duration,
     /// After this long with no push, a last detection run recomputes every account (the runs
     /// that follow pushes recompute the accounts they touched and one slice of the others, as
     /// the stream's passes do), so that the flags at rest are those of a batch run.
@@ -67,6 +70,9 @@ impl PushConfig {
             detect_interval: Duration::ZERO,
             vacuum_retain: Duration::from_millis(crate::lake::DEFAULT_RETENTION_MS as u64),
             rewrites_retain: super::REWRITES_RETAIN,
+            log_retain: Duration::from_millis(
+                crate::lake::cleanup::DEFAULT_LOG_RETENTION_MS as u64,
+            ),
             rest: REST,
         }
     }
@@ -260,6 +266,7 @@ fn maintenance_options(cfg: &PushConfig) -> super::StreamOptions {
     let mut opts = super::StreamOptions::new(PathBuf::new(), cfg.rules.clone());
     opts.vacuum_retain = cfg.vacuum_retain;
     opts.rewrites_retain = cfg.rewrites_retain;
+    opts.log_retain = cfg.log_retain;
     opts
 }
 

@@ -400,6 +400,81 @@ fn the_stream_vacuums_what_each_pass_rewrites_on_its_own_retention() {
     check_ok(&lake);
 }
 
+/// The log cleanup (`vigie vacuum --log-retain 0`) on a streamed lake: Vigie's log and the Delta
+/// logs lose their oldest versions down to a checkpoint, and then every Delta reader still reads
+/// what `vigie sql` reads, `lake check` finds nothing wrong, time travel before the checkpoint
+/// fails saying why, and writers go on.
+#[test]
+fn after_the_log_cleanup_every_reader_reads_the_latest_version_and_writers_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = streamed_lake(dir.path());
+    let l = vigie::lake::Lake::open(&lake).unwrap();
+    let state = l.state().unwrap();
+    assert!(
+        state.version > vigie::lake::CHECKPOINT_EVERY,
+        "{}",
+        state.version
+    );
+    let events = state.table_rows("events");
+    drop(l);
+    let lake_arg = lake.to_str().unwrap();
+    let out = vigie(&["vacuum", "--lake", lake_arg, "--log-retain", "0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("of Vigie's log"), "{said}");
+    let first_of = |dir: &Path, suffix: &str| -> Option<u64> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                name.strip_suffix(suffix)?.parse::<u64>().ok()
+            })
+            .min()
+    };
+    let vigie_first = first_of(&lake.join("_vigie/log"), ".json").unwrap();
+    assert!(
+        vigie_first >= vigie::lake::CHECKPOINT_EVERY,
+        "Vigie's log starts at {vigie_first}"
+    );
+    let events_first = first_of(&lake.join("events/_delta_log"), ".json").unwrap();
+    assert!(
+        events_first >= 10,
+        "events' Delta log starts at {events_first}"
+    );
+    // Every reader reads the latest version as before.
+    let checks = check_ok(&lake);
+    for t in checks.as_array().expect("one entry per table") {
+        assert_eq!(t["behind"], 0, "{t}");
+        assert_eq!(t["problems"], serde_json::json!([]), "{t}");
+    }
+    assert_eq!(
+        sql_text(&lake, "SELECT count(*) FROM events")[0][0],
+        events.to_string()
+    );
+    external_readers_agree(&lake, false);
+    // A version before the checkpoint is gone, and the error says so.
+    let out = vigie(&[
+        "sql",
+        "--lake",
+        lake_arg,
+        "--as-of",
+        "1",
+        "SELECT count(*) FROM events",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("older than the lake's log keeps"), "{err}");
+    // Writers go on: a stream pass, another cleanup, and the lake still checks.
+    stream_once(&dir.path().join("follow"), &lake, &[]);
+    let out = vigie(&["vacuum", "--lake", lake_arg, "--log-retain", "0"]);
+    assert!(out.status.success());
+    check_ok(&lake);
+}
+
 fn sql_as_of(lake: &Path, as_of: &str, q: &str) -> String {
     let out = vigie(&[
         "sql",
