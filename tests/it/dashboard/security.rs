@@ -222,3 +222,37 @@ async fn login_rate_limit_per_ip_and_per_username() {
         StatusCode::SEE_OTHER
     );
 }
+
+/// Failed logins sent together: each is counted before its password is checked, so no more than
+/// the limit are checked (they all passed the limit before the first was refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_sent_together_get_no_more_tries_than_the_limit() {
+    let dir = TempDir::new("limit-parallel");
+    let app = TestApp::with(&dir.0, |c| {
+        c.login_max_failures = 3;
+        c.trust_forwarded_for = true;
+    });
+    let ip = [("x-forwarded-for", "10.0.0.9")];
+    let tries = (0..12).map(|_| app.login("rita", "bad-password", &ip));
+    let statuses: Vec<StatusCode> = futures::future::join_all(tries)
+        .await
+        .into_iter()
+        .map(|r| r.status())
+        .collect();
+    let checked = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((checked, limited), (3, 9), "{statuses:?}");
+    // The right password after them is refused too: the user is locked.
+    assert_eq!(
+        app.login("rita", PASSWORD, &[("x-forwarded-for", "10.0.0.10")])
+            .await
+            .status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
