@@ -118,6 +118,13 @@ pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, AppendErr
         let sealed = seal(head_seq, &head_hash, entry.clone());
         let def = AuditRow::def();
         let mut txn = writer.begin("audit")?;
+        // The commit's conflicts are looked for after its base only: a base later than the
+        // version the log was read at (another process appended in between) would chain this
+        // entry to an older head, with a number already taken.
+        if txn.base_version() != snapshot.version() {
+            txn.abort();
+            continue;
+        }
         let batch = AuditRow::to_batch(&[row(&sealed)]).map_err(LakeError::from)?;
         let file = txn.new_file(def.name, None)?;
         let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
@@ -347,11 +354,48 @@ mod tests {
         assert!(append(&lake, other.clone()).is_err());
         other.role = Role::Admin;
         append(&lake, other).unwrap();
+        // The admin is the one who decided, not the claimer.
+        let log = read_log(&lake.snapshot().unwrap()).unwrap();
+        let now = ReviewIndex::from_entries(&log).get("f0");
+        assert_eq!(
+            (now.status, now.claimed_by.as_deref()),
+            (ReviewStatus::Confirmed, Some("rev2"))
+        );
         // The claimer's own decision, taken from the claimed state it read: now decided.
         assert!(matches!(
             append(&lake, entry(1)),
             Err(AppendError::Changed(now)) if now.status == ReviewStatus::Confirmed
         ));
         assert_eq!(read_log(&lake.snapshot().unwrap()).unwrap().len(), 2);
+    }
+
+    /// Two processes (two handles on one lake directory) appending at once: every entry gets its
+    /// own number and the chain holds (an append whose commit was based on a later version than
+    /// the log it read chained its entry to an older head).
+    #[test]
+    fn appenders_of_two_processes_keep_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let per = 40;
+        std::thread::scope(|s| {
+            for who in 0..2 {
+                let path = dir.path().to_path_buf();
+                s.spawn(move || {
+                    let lake = Lake::open(&path).unwrap();
+                    for i in 0..per {
+                        let mut e = entry(0);
+                        e.flag = format!("f-{who}-{i}");
+                        e.actor = format!("rev{who}");
+                        append(&lake, e).unwrap();
+                    }
+                });
+            }
+        });
+        let lake = Lake::open(dir.path()).unwrap();
+        let log = read_log(&lake.snapshot().unwrap()).unwrap();
+        assert_eq!(
+            log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            (1..=2 * per as u64).collect::<Vec<_>>()
+        );
+        assert!(verify_chain(&log).ok());
     }
 }

@@ -349,10 +349,9 @@ impl ReviewIndex {
             match e.action {
                 ReviewAction::Claim => r.claimed_by = Some(e.actor.clone()),
                 ReviewAction::Reopen => r.claimed_by = None,
+                // Who decided: the claimer, or an admin deciding over a claim.
                 ReviewAction::Confirm | ReviewAction::Dismiss => {
-                    if r.claimed_by.is_none() {
-                        r.claimed_by = Some(e.actor.clone());
-                    }
+                    r.claimed_by = Some(e.actor.clone());
                 }
             }
             r.decision = if e.new_state == ReviewStatus::Confirmed {

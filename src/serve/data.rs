@@ -50,7 +50,8 @@ pub type DataFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DataError>> +
 
 /// What the dashboard reads and writes. Object-safe, `Send + Sync`; see the module documentation.
 pub trait DataSource: Send + Sync + 'static {
-    /// Flagged accounts ordered by risk (highest total score first, then account id), filtered and paged.
+    /// Flagged accounts ordered by the highest severity of their flags not dismissed, then risk
+    /// (those flags' total score, highest first), then account id; filtered and paged.
     fn queue<'a>(&'a self, q: &'a QueueQuery) -> DataFuture<'a, Page<QueueRow>>;
 
     /// Everything known about one account, or `None` for an unknown account.
@@ -464,9 +465,9 @@ impl Flag {
 /// Risk summary of an account.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RiskSummary {
-    /// Highest flag severity.
+    /// Highest severity of the flags not dismissed.
     pub max_severity: Severity,
-    /// Sum of flag scores.
+    /// Sum of the scores of the flags not dismissed (a dismissed flag is a false positive).
     pub total_score: f64,
     /// Recommended action.
     pub action: RecommendedAction,

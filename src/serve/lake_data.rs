@@ -106,11 +106,18 @@ struct Cache {
     games: Kept<Option<GameView>>,
 }
 
+/// Whether a flag still counts towards its account's risk, severity and recommended action: a
+/// flag a reviewer dismissed (a false positive) does not.
+fn standing(f: &Flag) -> bool {
+    f.review.status != ReviewStatus::Dismissed
+}
+
 impl Cache {
-    /// Block recommended when any of the flags recommends it.
+    /// Block recommended when any of the flags not dismissed recommends it.
     fn action_of<'f>(&self, flags: impl IntoIterator<Item = &'f Flag>) -> RecommendedAction {
         if flags
             .into_iter()
+            .filter(|f| standing(f))
             .any(|f| self.actions.get(&f.id) == Some(&RecommendedAction::BlockRecommended))
         {
             RecommendedAction::BlockRecommended
@@ -268,9 +275,10 @@ fn queue_rows(cache: &Cache) -> Vec<QueueRow> {
         let action = cache.action_of(flags.iter().copied());
         rows.push(QueueRow {
             account: account.clone(),
-            risk: flags.iter().map(|f| f.score).sum(),
+            risk: flags.iter().filter(|f| standing(f)).map(|f| f.score).sum(),
             max_severity: flags
                 .iter()
+                .filter(|f| standing(f))
                 .map(|f| f.severity)
                 .max()
                 .unwrap_or(Severity::Info),
@@ -879,10 +887,11 @@ impl LakeData {
         let summary = RiskSummary {
             max_severity: flags
                 .iter()
+                .filter(|f| standing(f))
                 .map(|f| f.severity)
                 .max()
                 .unwrap_or(Severity::Info),
-            total_score: flags.iter().map(|f| f.score).sum(),
+            total_score: flags.iter().filter(|f| standing(f)).map(|f| f.score).sum(),
             action,
             games: cache.activity.get(id).map(|a| a.0).unwrap_or(0),
             first_seen: flags.iter().map(|f| f.first_seen).min(),

@@ -286,10 +286,18 @@ pub async fn queue(
         .iter()
         .enumerate()
         .map(|(i, r)| {
+            // The claim button claims the account's highest-scoring open flag among those the
+            // filters matched (a queue filtered on one rule claims that rule's flag).
             let top_open = r
                 .flags
                 .iter()
-                .find(|f| f.review.status == ReviewStatus::Open);
+                .filter(|f| f.review.status == ReviewStatus::Open)
+                .find(|f| q.matches(f))
+                .or_else(|| {
+                    r.flags
+                        .iter()
+                        .find(|f| f.review.status == ReviewStatus::Open)
+                });
             QueueRowVm {
                 rank: offset + i + 1,
                 account: r.account.clone(),
@@ -534,6 +542,8 @@ struct FlagVm {
     can_decide: bool,
     can_reopen: bool,
     return_to: String,
+    /// The flag's state as this page shows it (the forms' `seen` field).
+    seen: String,
 }
 
 struct ChartVm {
@@ -772,6 +782,7 @@ pub async fn account(State(app): State<AppState>, ctx: Ctx, Path(id): Path<Strin
                 can_decide: reviewer && r.status == ReviewStatus::Claimed && (mine || admin),
                 can_reopen: reviewer && r.status != ReviewStatus::Open,
                 return_to: flag_href(&view.account, &f.id),
+                seen: super::review::seen(r),
             }
         })
         .collect();

@@ -40,6 +40,16 @@ pub struct ActionForm {
     /// Where to go afterwards (a local path).
     #[serde(default)]
     pub return_to: String,
+    /// The flag's state as the page that sent the form showed it ([`seen`]): an action taken
+    /// from a page older than the flag's last change is refused (when given).
+    #[serde(default)]
+    pub seen: String,
+}
+
+/// The state of a flag as a page shows it, for its forms' `seen` field: the status and who
+/// holds the claim (or decided).
+pub fn seen(r: &crate::review::FlagReview) -> String {
+    format!("{}:{}", r.status, r.claimed_by.as_deref().unwrap_or(""))
 }
 
 /// Why an action was refused.
@@ -179,6 +189,21 @@ async fn act(app: AppState, ctx: Ctx, id: String, action: ReviewAction, f: Actio
         Ok(None) => return fail(refuse(StatusCode::NOT_FOUND, format!("No flag {id}."))),
         Err(e) => return fail(refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
     };
+    if !f.seen.is_empty() && f.seen != seen(&flag.review) {
+        let by = flag
+            .review
+            .claimed_by
+            .as_deref()
+            .map(|b| format!(" by {b}"))
+            .unwrap_or_default();
+        return fail(refuse(
+            StatusCode::CONFLICT,
+            format!(
+                "The action was not recorded: the flag changed since this page was loaded (it is now {}{by}). Reload the page and decide again.",
+                flag.review.status
+            ),
+        ));
+    }
     let new_state = match transition(&flag.review, action, &user.name, user.role) {
         Ok(s) => s,
         Err(r) => return fail(r),
@@ -300,7 +325,7 @@ mod tests {
         let blank = ActionForm {
             reason: "   ".to_owned(),
             decision: "blocked".to_owned(),
-            return_to: String::new(),
+            ..ActionForm::default()
         };
         assert!(check_form(ReviewAction::Claim, &blank).is_ok());
         for a in [

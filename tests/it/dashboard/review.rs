@@ -361,3 +361,111 @@ async fn admin_may_decide_a_claim_of_someone_else_and_queue_claims() {
         .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
+
+/// A dismissed flag is a false positive: the account's risk, severity and recommended action
+/// (its account page and its queue row) count only the flags not dismissed. The admin who decided
+/// over nobody's claim is the one named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dismissed_flags_no_longer_count_towards_the_accounts_risk() {
+    let dir = TempDir::new("review-dismissed-risk");
+    let app = TestApp::new(&dir.0);
+    let account = app.ids.account.clone();
+    async fn view(app: &TestApp, account: &str) -> vigie::serve::data::AccountView {
+        app.state
+            .data()
+            .account(account)
+            .await
+            .expect("account")
+            .expect("exists")
+    }
+    let before = view(&app, &account).await;
+    assert!(before.summary.total_score > 0.0, "{:?}", before.summary);
+    let (adam, adam_csrf) = app.session("adam", Role::Admin);
+    for f in &before.flags {
+        let r = act(&app, &f.id, "claim", &adam, &format!("csrf={adam_csrf}")).await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        let r = act(
+            &app,
+            &f.id,
+            "dismiss",
+            &adam,
+            &format!("csrf={adam_csrf}&reason=false+positive"),
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    }
+    let after = view(&app, &account).await;
+    assert_eq!(after.summary.total_score, 0.0, "{:?}", after.summary);
+    assert_eq!(
+        after.summary.action,
+        vigie::serve::data::RecommendedAction::Review
+    );
+    assert!(after.flags.iter().all(|f| {
+        f.review.status == ReviewStatus::Dismissed && f.review.claimed_by.as_deref() == Some("adam")
+    }));
+    let row = app
+        .state
+        .data()
+        .queue(&vigie::serve::data::QueueQuery {
+            statuses: vec![ReviewStatus::Dismissed],
+            ..Default::default()
+        })
+        .await
+        .expect("queue")
+        .items
+        .into_iter()
+        .find(|r| r.account == account)
+        .expect("the account is in the queue of dismissed flags");
+    assert_eq!(row.risk, 0.0);
+    assert_eq!(row.action, vigie::serve::data::RecommendedAction::Review);
+}
+
+/// The review forms carry the flag's state as their page showed it: an action sent from a page
+/// older than the flag's last change (a reopen over someone's new claim, an admin's decision over
+/// another claimer) is refused, not applied to the state the flag has now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_from_a_page_older_than_the_flag_is_refused() {
+    let dir = TempDir::new("review-seen");
+    let app = TestApp::new(&dir.0);
+    let flag = app.ids.flag.clone();
+    let (rita, rita_csrf) = app.session("rita", Role::Reviewer);
+    let (adam, adam_csrf) = app.session("adam", Role::Admin);
+    let page = body(
+        app.get(&format!("/account/{}", app.ids.account), Some(&rita))
+            .await,
+    )
+    .await;
+    assert!(
+        page.contains(r#"name="seen" value="open:""#),
+        "the forms say what they saw"
+    );
+    // Adam's page shows the flag open; rita claims it meanwhile.
+    let r = act(
+        &app,
+        &flag,
+        "claim",
+        &rita,
+        &format!("csrf={rita_csrf}&seen=open:"),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let r = act(
+        &app,
+        &flag,
+        "claim",
+        &adam,
+        &format!("csrf={adam_csrf}&seen=open:"),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert!(body(r).await.contains("changed since this page was loaded"));
+    // An admin deciding from a page that showed rita's claim: taken while it is hers.
+    let stale = format!("csrf={adam_csrf}&seen=claimed:rob&decision=blocked&reason=checked");
+    let r = act(&app, &flag, "confirm", &adam, &stale).await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Claimed);
+    let fresh = format!("csrf={adam_csrf}&seen=claimed:rita&decision=blocked&reason=checked");
+    let r = act(&app, &flag, "confirm", &adam, &fresh).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(status_of(&app, &flag).await, ReviewStatus::Confirmed);
+}
