@@ -6,4 +6,4 @@ JOIN game_players p ON p.game = e.game AND p.account = e.player
 WHERE e.type = 'selection' AND g.mode = 'medieval' AND g.seed IS NOT NULL
   AND g.date BETWEEN DATE '${from}' AND DATE '${to}'
   AND e.date BETWEEN DATE '${events_from}' AND DATE '${events_to}'
-ORDER BY e.game, e.seq
+ORDER BY e.game, e.seq, e.src_id, e.src_offset

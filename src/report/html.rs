@@ -189,8 +189,8 @@ pub fn render(s: &Summary) -> String {
             esc(&t.minimum_unit),
             num(t.statistic, 3),
             t.df.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
-            num(t.p_value, 4),
-            num(t.threshold, 5),
+            sig(t.p_value),
+            sig(t.threshold),
             verdict_class(t.verdict),
             t.verdict.as_str(),
             t.power
@@ -278,5 +278,37 @@ fn verdict_class(v: randomness::Verdict) -> &'static str {
         randomness::Verdict::Pass => "pass",
         randomness::Verdict::Fail => "fail",
         randomness::Verdict::InsufficientData => "insufficient",
+    }
+}
+
+/// A probability with four significant digits (`0.0007600`, `1.234e-9`), so that a p-value and
+/// its threshold print in an order that agrees with the verdict (at four decimals, p = 0.00076
+/// showed as 0.0008 beside a threshold of 0.00077 and a failure).
+fn sig(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_owned(),
+        Some(v) if v == 0.0 => "0".to_owned(),
+        Some(v) if v.abs() >= 1e-4 => {
+            let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+            format!("{v:.digits$}")
+        }
+        Some(v) => format!("{v:.3e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sig;
+
+    #[test]
+    fn probabilities_print_in_the_order_of_their_values() {
+        // A p-value just under its threshold reads as under it.
+        assert_eq!(sig(Some(0.00076)), "0.0007600");
+        assert_eq!(sig(Some(0.01 / 13.0)), "0.0007692");
+        assert_eq!(sig(Some(0.5)), "0.5000");
+        assert_eq!(sig(Some(1.0)), "1.000");
+        assert_eq!(sig(Some(2.5e-9)), "2.500e-9");
+        assert_eq!(sig(Some(0.0)), "0");
+        assert_eq!(sig(None), "-");
     }
 }

@@ -186,6 +186,21 @@ fn check_date(s: &str) -> Result<(), ReportError> {
 pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), ReportError> {
     check_date(&opts.from)?;
     check_date(&opts.to)?;
+    // Dates YYYY-MM-DD compare as text.
+    if opts.from > opts.to {
+        return Err(ReportError::Option(format!(
+            "the period starts ({}) after it ends ({})",
+            opts.from, opts.to
+        )));
+    }
+    // A level at which no test could fail (0, NaN) or every one would is no test.
+    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
+        return Err(ReportError::Option(format!(
+            "the significance level must be between 0 and 1 (exclusive), got {}",
+            opts.alpha
+        )));
+    }
+    check_out(lake, &opts.out)?;
     if crate::log::syntax::parse_ts(&opts.generated_at).is_err() {
         return Err(ReportError::Option(format!(
             "{:?} is not a timestamp YYYY-MM-DDTHH:MM:SS.mmmZ",
@@ -289,6 +304,35 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
     }
     std::fs::rename(&dir, &opts.out).map_err(io(&opts.out))?;
     Ok((summary, digest))
+}
+
+/// A bundle replaces what is at `out` only when that is an earlier bundle (it has a `DIGEST`):
+/// any other directory, a file, or one holding the lake is refused, never deleted.
+fn check_out(lake: &Lake, out: &Path) -> Result<(), ReportError> {
+    let refuse = |why: &str| {
+        Err(ReportError::Option(format!(
+            "--out {}: {why}; give a new directory or an earlier report's",
+            out.display()
+        )))
+    };
+    if let (Ok(o), Ok(l)) = (out.canonicalize(), lake.root().canonicalize())
+        && (l.starts_with(&o) || o.starts_with(&l))
+    {
+        return refuse("it holds the lake or is inside it");
+    }
+    match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ReportError::Io {
+            path: out.to_path_buf(),
+            source: e,
+        }),
+        Ok(m) if !m.is_dir() => refuse("it exists and is not a directory"),
+        Ok(_) if out.join("DIGEST").is_file() => Ok(()),
+        Ok(_) => match std::fs::read_dir(out).map(|mut d| d.next().is_none()) {
+            Ok(true) => Ok(()),
+            _ => refuse("it exists and is not a report bundle (no DIGEST)"),
+        },
+    }
 }
 
 /// Where a bundle is written before it is complete: beside `out`, `<name>.partial`.

@@ -241,6 +241,10 @@ pub struct Tally {
     current: Option<(String, u8)>,
     /// Revealed seeds of the chunk's games: shuffles and selections are recomputed from them.
     seeds: BTreeMap<String, String>,
+    /// The last game and seq (deal number for deals) counted per query: a line the lake holds
+    /// twice (a file read again, a seq logged twice) is one draw, counted once (its copies come
+    /// one after the other, the first in the sources' order first).
+    last: BTreeMap<&'static str, (String, i64)>,
 }
 
 impl Tally {
@@ -261,6 +265,9 @@ impl Tally {
             "deals" => {
                 let (game, deal) = (strings(b, "game")?, ints(b, "deal")?);
                 for i in 0..b.num_rows() {
+                    if !self.first_copy("deals", game.value(i), deal.value(i)) {
+                        continue;
+                    }
                     let (Some(seed), Ok(d)) =
                         (self.seeds.get(game.value(i)), u32::try_from(deal.value(i)))
                     else {
@@ -272,8 +279,11 @@ impl Tally {
                 Ok(())
             }
             "duels" => {
-                let raw = strings(b, "raw")?;
+                let (game, seq, raw) = (strings(b, "game")?, ints(b, "seq")?, strings(b, "raw")?);
                 for i in 0..b.num_rows() {
+                    if !self.first_copy("duels", game.value(i), seq.value(i)) {
+                        continue;
+                    }
                     if let Ok(e) = crate::log::parse_line(raw.value(i).as_bytes())
                         && let crate::log::Body::Move(m) = e.body
                     {
@@ -285,9 +295,16 @@ impl Tally {
                 Ok(())
             }
             "selections" => {
-                let (game, raw, seat) =
-                    (strings(b, "game")?, strings(b, "raw")?, strings(b, "seat")?);
+                let (game, seq, raw, seat) = (
+                    strings(b, "game")?,
+                    ints(b, "seq")?,
+                    strings(b, "raw")?,
+                    strings(b, "seat")?,
+                );
                 for i in 0..b.num_rows() {
+                    if !self.first_copy("selections", game.value(i), seq.value(i)) {
+                        continue;
+                    }
                     let (Some(seed), Ok(color)) = (
                         self.seeds.get(game.value(i)),
                         seat.value(i).parse::<crate::fairness::SelectColor>(),
@@ -307,14 +324,35 @@ impl Tally {
         }
     }
 
+    /// Whether the row of `query` for `game` and `key` is the first of its copies.
+    fn first_copy(&mut self, query: &'static str, game: &str, key: i64) -> bool {
+        match self.last.get_mut(query) {
+            Some((g, k)) if g == game && *k == key => false,
+            Some((g, k)) => {
+                g.clear();
+                g.push_str(game);
+                *k = key;
+                true
+            }
+            None => {
+                self.last.insert(query, (game.to_owned(), key));
+                true
+            }
+        }
+    }
+
     fn dice(&mut self, b: &RecordBatch) -> Result<(), ReportError> {
-        let (game, value, variant, seat) = (
+        let (game, seq, value, variant, seat) = (
             strings(b, "game")?,
+            ints(b, "seq")?,
             ints(b, "value")?,
             strings(b, "variant")?,
             strings(b, "seat")?,
         );
         for i in 0..b.num_rows() {
+            if !self.first_copy("dice", game.value(i), seq.value(i)) {
+                continue;
+            }
             let Ok(v) = u8::try_from(value.value(i)) else {
                 continue;
             };
@@ -743,6 +781,60 @@ mod tests {
             }
         }
         c
+    }
+
+    /// A batch of the `dice` query.
+    fn dice_rows(rows: &[(&str, i64, i64)]) -> RecordBatch {
+        let strs = |f: &dyn Fn(&(&str, i64, i64)) -> String| {
+            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as _
+        };
+        let ints = |f: &dyn Fn(&(&str, i64, i64)) -> i64| {
+            Arc::new(Int64Array::from(rows.iter().map(f).collect::<Vec<_>>())) as _
+        };
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("game", DataType::Utf8, false),
+                Field::new("seq", DataType::Int64, false),
+                Field::new("value", DataType::Int64, false),
+                Field::new("variant", DataType::Utf8, false),
+                Field::new("seat", DataType::Utf8, false),
+            ])),
+            vec![
+                strs(&|r| r.0.to_owned()),
+                ints(&|r| r.1),
+                ints(&|r| r.2),
+                strs(&|_| "classic".to_owned()),
+                strs(&|_| "red".to_owned()),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_roll_the_lake_holds_twice_is_counted_once() {
+        let once = [("g1", 1, 3), ("g1", 2, 5), ("g1", 3, 5), ("g2", 1, 6)];
+        // A file read again: the copies of seq 2 and of g2's seq 1 come after the first ones,
+        // one of them at a batch's start.
+        let twice = [("g1", 1, 3), ("g1", 2, 5), ("g1", 2, 5)];
+        let rest = [("g1", 3, 5), ("g2", 1, 6), ("g2", 1, 6)];
+        let mut a = Tally::default();
+        a.add("dice", &dice_rows(&once)).unwrap();
+        let mut b = Tally::default();
+        b.add("dice", &dice_rows(&twice)).unwrap();
+        b.add("dice", &dice_rows(&rest)).unwrap();
+        let (a, b) = (a.finish(), b.finish());
+        assert_eq!(a.faces, b.faces);
+        assert_eq!(
+            a.transitions, b.transitions,
+            "no (5, 5) transition made by the copy"
+        );
+        assert_eq!(b.faces["variant:classic"], {
+            let mut f = FaceCounts::new();
+            for v in [3, 5, 5, 6] {
+                f.add(v).unwrap();
+            }
+            f
+        });
     }
 
     #[test]

@@ -18,15 +18,20 @@ fn out_dir(tag: &str) -> PathBuf {
     d
 }
 
-fn report(out: &Path) -> (Value, String) {
-    let opts = ReportOptions {
+/// The options of a report of the sample's period into `out`.
+fn options(out: &Path) -> ReportOptions {
+    ReportOptions {
         from: FROM.into(),
         to: TO.into(),
         generated_at: format!("{TO}T23:59:59.999Z"),
         alpha: 0.01,
         out: out.to_path_buf(),
         as_of: None,
-    };
+    }
+}
+
+fn report(out: &Path) -> (Value, String) {
+    let opts = options(out);
     let (_, digest) = generate(&Lake::open(sample_lake()).unwrap(), &opts).unwrap();
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
@@ -534,4 +539,50 @@ fn a_biased_die_fails_the_dice_faces_test_and_nothing_else() {
         "no wrong_die finding: {}",
         summary["fairness"]
     );
+}
+
+/// A bundle replaces only an earlier bundle: a directory of other files, or the lake itself, is
+/// refused and left whole; a significance level no test can fail at and a period that ends
+/// before it starts are refused too, before anything is written.
+#[test]
+fn a_report_never_replaces_what_is_not_a_bundle_nor_runs_on_meaningless_options() {
+    let lake = Lake::open(sample_lake()).unwrap();
+    let opts = options;
+    let other = out_dir("not-a-bundle");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let err = generate(&lake, &opts(&other)).unwrap_err().to_string();
+    assert!(err.contains("not a report bundle"), "{err}");
+    assert!(other.join("notes.txt").is_file(), "left whole");
+    let err = generate(&lake, &opts(sample_lake()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("holds the lake"), "{err}");
+    assert!(sample_lake().join("_vigie/log").is_dir());
+    let fresh = out_dir("options");
+    for alpha in [0.0, f64::NAN, 1.5] {
+        let err = generate(
+            &lake,
+            &ReportOptions {
+                alpha,
+                ..opts(&fresh)
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("significance level"), "{alpha}: {err}");
+    }
+    let backwards = ReportOptions {
+        from: TO.into(),
+        to: FROM.into(),
+        ..opts(&fresh)
+    };
+    assert!(FROM < TO);
+    let err = generate(&lake, &backwards).unwrap_err().to_string();
+    assert!(err.contains("starts"), "{err}");
+    assert!(!fresh.exists(), "nothing written");
+    // An earlier bundle is replaced.
+    report(&fresh);
+    report(&fresh);
+    assert!(fresh.join("DIGEST").is_file());
 }
