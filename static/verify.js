@@ -137,7 +137,9 @@
     if (!res.ok) { throw new Error('the verification data could not be loaded (' + res.status + ')'); }
     var v = await res.json();
     var draws = v.dice.length + v.deals.length + v.duels.length + v.selections.length;
-    if (!v.commitment && !v.seed && draws === 0) {
+    // Only when the server says so too: a game whose kind draws at random with nothing logged
+    // (no commitment, no seed) is a failure, not a game without chance.
+    if (!v.commitment && !v.seed && draws === 0 && v.verdict === 'n/a') {
       finish('agree', 'n/a', 'Nothing is drawn at random in this game: nothing to recompute.');
       return;
     }
@@ -165,8 +167,9 @@
     for (i = 0; i < v.deals.length; i++) {
       var deal = v.deals[i];
       var deck = await shuffle(blocks, game, deal.deal);
-      var dealer = v.seats.indexOf(deal.dealer);
-      var ok = dealer >= 0;
+      // The dealer by the rules: the second player listed deals deal 0, then it alternates.
+      var dealer = deal.deal % 2 === 0 ? 1 : 0;
+      var ok = v.seats.length === 2;
       if (deck.join(' ') !== deal.derived_deck.join(' ')) { disagreements.push('deck of deal ' + deal.deal); }
       if (ok) {
         var init = initialDeal(deck, dealer);
@@ -202,8 +205,11 @@
     }
 
     var verdict = problems.length ? 'fail' : 'pass';
-    // The server also checks what a single page cannot (commitment timing, seed reuse across games).
-    var serverOnly = v.failures.filter(function (f) { return /late_commitment|seed_reused|seed_missing/.test(f.code); });
+    // The server also checks what a single page cannot: commitment and reveal timing, seed reuse
+    // across games, the draws' numbering, and lines missing, repeated or edited in the log.
+    var serverOnly = v.failures.filter(function (f) {
+      return /^(late_commitment|seed_reused|seed_missing|seed_early|draw_misnumbered|seq_gap|seq_duplicate|chain_broken|duel_misapplied|missing_start)$/.test(f.code);
+    });
     if (!problems.length && serverOnly.length) { verdict = 'fail'; }
     var agree = !disagreements.length && verdict === v.verdict;
     var text = 'Recomputed ' + checked + ' outcome' + (checked === 1 ? '' : 's') + ' and the commitment here, in your browser. ';

@@ -26,7 +26,8 @@ pub struct VerifyArgs {
 impl VerifyArgs {
     /// `vigie verify`: exit 0 all pass, 1 a check failed, 2 unusable input (also when some lines of
     /// the file could not be read: the verdicts then cover only the lines that could, and a game
-    /// whose start or draws were among the others is not fully verified).
+    /// whose start or draws were among the others is not fully verified; and when a game never
+    /// revealed its seed: pending, not verified).
     pub fn run(self, _ctx: &Ctx) -> Result<ExitCode> {
         use vigie::replay::verify::{verify_file, verify_in_lake};
         let Self {
@@ -73,11 +74,16 @@ impl VerifyArgs {
                 print!("{}", v.to_text());
             }
             let bad = verdicts.iter().filter(|v| v.failed()).count();
+            let pending = verdicts
+                .iter()
+                .filter(|v| !v.failed() && v.verdict == "pending")
+                .count();
             println!(
-                "verify: {} games, {} pass, {} fail{}",
+                "verify: {} games, {} pass, {} fail, {} pending (seed not revealed: not verified){}",
                 verdicts.len(),
-                verdicts.len() - bad,
+                verdicts.len() - bad - pending,
                 bad,
+                pending,
                 if skipped > 0 {
                     format!(", {skipped} lines unreadable (not verified)")
                 } else {
@@ -85,9 +91,12 @@ impl VerifyArgs {
                 }
             );
         }
+        let pending = verdicts
+            .iter()
+            .any(|v| !v.failed() && v.verdict == "pending");
         Ok(if failed {
             ExitCode::from(1)
-        } else if skipped > 0 {
+        } else if skipped > 0 || pending {
             ExitCode::from(2)
         } else {
             ExitCode::SUCCESS

@@ -273,21 +273,22 @@ fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
             Draw::Deal {
                 seq,
                 deal,
-                dealer,
                 hands,
                 turned,
                 ..
             } => {
                 deal_seq.insert(*deal, *seq);
-                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal, dealer, &accounts)
-                else {
+                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal) else {
                     continue;
                 };
                 let init = b::initial_deal(&deck, dealer_idx);
-                let mut wrong = deck[12].to_string() != *turned;
+                // Every player's hand, each once: a hand missing or of another account is a deal
+                // that cannot be the seed's.
+                let mut wrong = deck[12].to_string() != *turned || hands.len() != accounts.len();
                 for (acc, cards) in hands {
-                    if let Some(i) = accounts.iter().position(|a| a == acc) {
-                        wrong |= !same_cards(cards, &init.hands[i]);
+                    match accounts.iter().position(|a| a == acc) {
+                        Some(i) => wrong |= !same_cards(cards, &init.hands[i]),
+                        None => wrong = true,
                     }
                 }
                 if wrong {
@@ -321,28 +322,27 @@ fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
                 if bad_deals.contains(deal) {
                     continue;
                 }
-                let Some(dealer) = draws.iter().find_map(|x| match x {
-                    Draw::Deal {
-                        deal: dd, dealer, ..
-                    } if dd == deal => Some(dealer.clone()),
-                    _ => None,
-                }) else {
+                if !draws
+                    .iter()
+                    .any(|x| matches!(x, Draw::Deal { deal: dd, .. } if dd == deal))
+                {
+                    continue;
+                }
+                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal) else {
                     continue;
                 };
-                let Some((deck, dealer_idx)) = deck_for(seed, &game, *deal, &dealer, &accounts)
-                else {
-                    continue;
-                };
-                let Some(taker_idx) = accounts.iter().position(|a| a == taker) else {
-                    continue;
-                };
-                let expected = b::completed_hands(&deck, dealer_idx, taker_idx);
-                let wrong = hands.iter().any(|(acc, cards)| {
-                    accounts
-                        .iter()
-                        .position(|a| a == acc)
-                        .is_some_and(|i| !same_cards(cards, &expected[i]))
-                });
+                // A taker who is not a player takes the dealer's partner's place: the hands
+                // then differ from any the seed gives, as for a hand missing or of another account.
+                let taker_idx = accounts.iter().position(|a| a == taker);
+                let expected = b::completed_hands(&deck, dealer_idx, taker_idx.unwrap_or(0));
+                let wrong = taker_idx.is_none()
+                    || hands.len() != accounts.len()
+                    || hands.iter().any(|(acc, cards)| {
+                        accounts
+                            .iter()
+                            .position(|a| a == acc)
+                            .is_none_or(|i| !same_cards(cards, &expected[i]))
+                    });
                 if wrong {
                     bad_deals.insert(*deal);
                     let at = deal_seq.get(deal).copied().unwrap_or(*seq);
@@ -431,16 +431,12 @@ fn verify_draws(seed: &str, cx: &mut Cx<'_>) {
     cx.draws = draws;
 }
 
-/// The shuffled deck of a deal and the dealer's index.
-pub(crate) fn deck_for(
-    seed: &str,
-    game: &str,
-    deal: i64,
-    dealer: &str,
-    accounts: &[String],
-) -> Option<([Card; 32], usize)> {
+/// The shuffled deck of a deal and the index of its dealer by the rules (the second player
+/// listed deals deal 0, then the deal alternates), not the logged one: a server that names
+/// another dealer hands the cards out in another order, which the players' cards show.
+pub(crate) fn deck_for(seed: &str, game: &str, deal: i64) -> Option<([Card; 32], usize)> {
     let deal = u32::try_from(deal).ok()?;
     let deck = b::deck_from_indices(&fairness::shuffle(seed, game, deal)).ok()?;
-    let dealer = accounts.iter().position(|a| a == dealer)?;
+    let dealer = b::dealer_of(deal);
     (dealer < PLAYERS).then_some((deck, dealer))
 }

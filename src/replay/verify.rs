@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU64;
 
 use serde::Serialize;
 
-use super::finding::{Category, Finding};
+use super::finding::{Category, Code, Finding};
 use super::game::{Context, DrawCounts, GameReplay, Logged, replay_game};
 use super::merge::{EventsFile, replay_files};
 use super::run::{ReplayError, read_game_index, seed_reuse};
@@ -30,11 +30,30 @@ pub struct Verdict {
 
 impl Verdict {
     fn of(r: &GameReplay, categories: &[Category]) -> Option<Verdict> {
-        let g = r.game.as_ref()?;
+        let Some(g) = r.game.as_ref() else {
+            // Lines of a game without its start: nothing of it can be checked, which is a
+            // failure to say, not a game to leave out.
+            let start = r.findings.iter().find(|f| f.code == Code::MissingStart)?;
+            return Some(Verdict {
+                game: start.game.clone(),
+                kind: "?".into(),
+                mode: "?".into(),
+                verdict: "fail".into(),
+                commitment: None,
+                seed: None,
+                checked: r.draws,
+                failures: vec![start.clone()],
+            });
+        };
+        // As on the public page: lines missing, repeated or edited, or a duel misapplied, can
+        // hide a draw.
+        let hides = g.fairness != "n/a" && r.findings.iter().any(|f| HIDES_DRAWS.contains(&f.code));
         let failures: Vec<Finding> = r
             .findings
             .iter()
-            .filter(|f| categories.contains(&f.category))
+            .filter(|f| {
+                categories.contains(&f.category) || (hides && HIDES_DRAWS.contains(&f.code))
+            })
             .cloned()
             .collect();
         let verdict = if categories.len() > 1 {
@@ -43,6 +62,8 @@ impl Verdict {
             } else {
                 g.fairness.as_str()
             }
+        } else if hides {
+            "fail"
         } else {
             g.fairness.as_str()
         };
@@ -147,21 +168,23 @@ pub fn verify_file(path: &Path, only: Option<&str>) -> Result<FileVerdicts, Veri
             Ok(event) => {
                 let raw = String::from_utf8_lossy(bytes).into_owned();
                 horizon = horizon.max(event.ts);
-                if only.is_none_or(|g| g == event.game) {
-                    games
-                        .entry(event.game.clone())
-                        .or_default()
-                        .push(Logged { raw, event });
-                }
+                // Every game, also with `--game`: a seed reused by another game of the file is a
+                // finding against both.
+                games
+                    .entry(event.game.clone())
+                    .or_default()
+                    .push(Logged { raw, event });
             }
             Err(e) => skipped.push(format!("line {number}: {e}")),
         }
     }
     if games.is_empty() {
-        return Err(match only {
-            Some(g) if number > skipped.len() as u64 => VerifyError::NoSuchGame(g.to_string()),
-            _ => VerifyError::Empty(label),
-        });
+        return Err(VerifyError::Empty(label));
+    }
+    if let Some(g) = only
+        && !games.contains_key(g)
+    {
+        return Err(VerifyError::NoSuchGame(g.to_string()));
     }
     // A file is complete: what it does not hold will not come, so a game that ended without its
     // seed is `seed_missing` at once (the pipeline waits an hour for a reveal in a later file).
@@ -175,7 +198,13 @@ pub fn verify_file(path: &Path, only: Option<&str>) -> Result<FileVerdicts, Veri
     seed_reuse(&mut replays, &Default::default(), &BTreeSet::new());
     let verdicts = replays
         .iter()
-        .filter(|r| only.is_some() || r.game.as_ref().is_some_and(|g| g.fairness != "n/a"))
+        .filter(|r| match only {
+            Some(id) => {
+                r.game.as_ref().is_some_and(|g| g.game == id)
+                    || r.findings.iter().any(|f| f.game == id)
+            }
+            None => r.game.as_ref().is_none_or(|g| g.fairness != "n/a"),
+        })
         .filter_map(|r| Verdict::of(r, &[Category::Fairness]))
         .collect();
     Ok(FileVerdicts {
@@ -306,7 +335,8 @@ pub struct PublicVerification {
     pub deals: Vec<DealCheck>,
     pub duels: Vec<DuelCheck>,
     pub selections: Vec<SelectionCheck>,
-    /// Fairness failures with seq, code, expected and logged values (accounts replaced by seats).
+    /// Fairness failures, and the integrity findings that can hide a draw, with seq, code,
+    /// expected and logged values (accounts replaced by seats).
     pub failures: Vec<PublicFailure>,
 }
 
@@ -328,6 +358,17 @@ pub enum NotPublic {
     /// The game is still running (or its seed not revealed): nothing is shown.
     NotFinished,
 }
+
+/// The server integrity findings that can hide a draw from a verification of the logged ones (a
+/// line missing, logged twice with other content, a chain broken by an edit, a duel misapplied or
+/// left out, a game without its start): a game with one fails its public verification.
+const HIDES_DRAWS: [Code; 5] = [
+    Code::SeqGap,
+    Code::SeqDuplicate,
+    Code::ChainBroken,
+    Code::DuelMisapplied,
+    Code::MissingStart,
+];
 
 /// The public verification of one game of the lake.
 pub fn public_verification(
@@ -394,7 +435,13 @@ pub fn public_of(r: &GameReplay) -> PublicVerification {
         seats,
         commitment,
         seed: seed.clone(),
-        verdict: fairness,
+        // A game drawing at random whose log lost, repeated or broke lines, or applied a duel
+        // other than as drawn, cannot be said to pass: some draw may be missing.
+        verdict: if fairness != "n/a" && r.findings.iter().any(|f| HIDES_DRAWS.contains(&f.code)) {
+            "fail".to_owned()
+        } else {
+            fairness
+        },
         dice: Vec::new(),
         deals: Vec::new(),
         duels: Vec::new(),
@@ -402,7 +449,7 @@ pub fn public_of(r: &GameReplay) -> PublicVerification {
         failures: r
             .findings
             .iter()
-            .filter(|f| f.category == Category::Fairness)
+            .filter(|f| f.category == Category::Fairness || HIDES_DRAWS.contains(&f.code))
             .map(|f| PublicFailure {
                 seq: f.seq,
                 code: f.code.as_str().to_string(),
@@ -412,7 +459,6 @@ pub fn public_of(r: &GameReplay) -> PublicVerification {
             })
             .collect(),
     };
-    let mut dealers: BTreeMap<i64, String> = BTreeMap::new();
     for d in &r.draw_list {
         match d {
             super::game::Draw::Die { seq, n, value, .. } => out.dice.push(DieCheck {
@@ -431,9 +477,7 @@ pub fn public_of(r: &GameReplay) -> PublicVerification {
                 turned,
                 ..
             } => {
-                dealers.insert(*deal, dealer.clone());
-                let deck = valid_seed
-                    .and_then(|s| super::fairness::deck_for(s, &game, *deal, dealer, &accounts));
+                let deck = valid_seed.and_then(|s| super::fairness::deck_for(s, &game, *deal));
                 let ok = deck.as_ref().is_some_and(|(cards, dealer)| {
                     let dealt = belote::initial_deal(cards, *dealer);
                     dealt.turned.to_string() == *turned
@@ -466,9 +510,7 @@ pub fn public_of(r: &GameReplay) -> PublicVerification {
                 let Some(check) = out.deals.iter_mut().rev().find(|d| d.deal == *deal) else {
                     continue;
                 };
-                let dealer = dealers.get(deal).cloned().unwrap_or_default();
-                let deck = valid_seed
-                    .and_then(|s| super::fairness::deck_for(s, &game, *deal, &dealer, &accounts));
+                let deck = valid_seed.and_then(|s| super::fairness::deck_for(s, &game, *deal));
                 let ok = match (deck, accounts.iter().position(|a| a == taker)) {
                     (Some((cards, dealer)), Some(t)) => {
                         let full = belote::completed_hands(&cards, dealer, t);

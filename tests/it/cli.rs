@@ -375,6 +375,13 @@ fn verify_reports_each_injected_fault_once_with_game_and_seq() {
     let one = vigie(&["verify", path.to_str().unwrap(), "--game", &want[0].0]);
     assert_eq!(one.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&one.stdout).contains(&want[0].2));
+    // Each game of a reused seed alone: the other game of the file still counts.
+    for (game, _, _) in want.iter().filter(|w| w.2 == "seed_reused") {
+        let one = vigie(&["verify", path.to_str().unwrap(), "--game", game]);
+        assert_eq!(one.status.code(), Some(1), "{game}");
+        let text = String::from_utf8_lossy(&one.stdout);
+        assert!(text.contains("seed_reused"), "{game}: {text}");
+    }
 }
 
 #[test]
@@ -382,7 +389,9 @@ fn verify_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let clean = vigie(&["verify", shared_sample().to_str().unwrap()]);
     assert_eq!(clean.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&clean.stdout).contains("24 games, 24 pass, 0 fail"));
+    assert!(
+        String::from_utf8_lossy(&clean.stdout).contains("24 games, 24 pass, 0 fail, 0 pending")
+    );
     // Every game passes, but a line could not be read: not "all pass".
     let partly = dir.path().join("partly.jsonl");
     let mut text = std::fs::read_to_string(shared_sample()).unwrap();
@@ -391,7 +400,9 @@ fn verify_exit_codes() {
     let out = vigie(&["verify", partly.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("24 pass, 0 fail, 1 lines unreadable"),
+        String::from_utf8_lossy(&out.stdout).contains(
+            "24 pass, 0 fail, 0 pending (seed not revealed: not verified), 1 lines unreadable"
+        ),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -545,4 +556,65 @@ fn demo_runs_the_pipeline_from_any_directory_and_again() {
         line(&second, "detect:").starts_with("detect: nothing changed"),
         "{second}"
     );
+}
+
+/// `vigie verify` fails a game whose log can hide a draw (a roll line lost: the draws left all
+/// match, yet one may be missing), and a Belote deal whose cards were handed out by another
+/// dealer than the rules' (logged as such: the logged dealer's deal matches the seed).
+#[test]
+fn verify_fails_a_lost_draw_and_cards_dealt_by_another_dealer() {
+    use crate::replay::{relink, sample_game, seq_of};
+    use serde_json::{Value, json};
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, lines: &[Value]| -> (Option<i32>, String) {
+        let path = dir.path().join(name);
+        std::fs::write(&path, relink(lines) + "\n").unwrap();
+        let game = lines[0]["game"].as_str().unwrap();
+        let out = vigie(&["verify", path.to_str().unwrap(), "--game", game]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let mut a = sample_game("lu-", 1);
+    let (code, text) = run("whole.jsonl", &a);
+    assert_eq!(code, Some(0), "{text}");
+    let i = seq_of(&a, |v| v["type"] == "roll" && v["n"] == 5);
+    a.remove(i);
+    let (code, text) = run("gap.jsonl", &a);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("seq_gap"), "{text}");
+
+    let mut b = sample_game("be-", 0);
+    let (code, text) = run("belote.jsonl", &b);
+    assert_eq!(code, Some(0), "{text}");
+    let seed = b.iter().find(|v| v["type"] == "seed_revealed").unwrap()["seed"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let game = b[0]["game"].as_str().unwrap().to_owned();
+    let players: Vec<String> = (0..2)
+        .map(|p| b[0]["players"][p]["account"].as_str().unwrap().to_owned())
+        .collect();
+    let d = seq_of(&b, |v| v["type"] == "deal" && v["deal"] == 0);
+    assert_eq!(
+        b[d]["dealer"],
+        Value::from(players[1].clone()),
+        "the rules' dealer"
+    );
+    let deck = vigie::games::belote::deck_from_indices(&vigie::fairness::shuffle(&seed, &game, 0))
+        .unwrap();
+    let other = vigie::games::belote::initial_deal(&deck, 0);
+    let cards = |h: &[vigie::games::belote::Card]| -> Vec<String> {
+        h.iter().map(|c| c.to_string()).collect()
+    };
+    b[d]["dealer"] = Value::from(players[0].clone());
+    b[d]["hands"] = json!({
+        players[0].clone(): cards(&other.hands[0]),
+        players[1].clone(): cards(&other.hands[1]),
+    });
+    b[d]["turned"] = Value::from(other.turned.to_string());
+    let (code, text) = run("dealer.jsonl", &b);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("wrong_deal"), "{text}");
 }
