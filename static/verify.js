@@ -1,4 +1,4 @@
-//! Vigie public verification: recomputes, in the visitor's browser with WebCrypto, the seed commitment and every die, deal, duel and automatic selection of the game from its revealed seed, then compares them with the log and with our server's values. It trusts nothing the server computed.
+//! Vigie public verification: recomputes, in the visitor's browser with WebCrypto, the seed commitment and every die, deal, duel and automatic selection of the game from its revealed seed, then compares them with the log and with our server's values. It trusts no value the server derived; the list of draws and their logged values are those the server read from the log, which the page cannot see.
 (function () {
   'use strict';
 

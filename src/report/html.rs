@@ -287,7 +287,7 @@ fn verdict_class(v: randomness::Verdict) -> &'static str {
 fn sig(v: Option<f64>) -> String {
     match v {
         None => "-".to_owned(),
-        Some(v) if v == 0.0 => "0".to_owned(),
+        Some(0.0) => "0".to_owned(),
         Some(v) if v.abs() >= 1e-4 => {
             let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
             format!("{v:.digits$}")

@@ -188,6 +188,14 @@ fn sq(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// The byte of a die's block (in hex) that decides the face: the first below `fc` (a byte from
+/// `fc` up is skipped, so that the faces stay equally likely), with its index from 0.
+fn deciding_byte(block: &str) -> Option<(usize, &str)> {
+    (0..block.len() / 2)
+        .map(|i| (i, &block[2 * i..2 * i + 2]))
+        .find(|(_, x)| u8::from_str_radix(x, 16).is_ok_and(|v| v < 252))
+}
+
 fn recipes(v: &PublicVerification) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     let (Some(seed), Some(commitment)) = (&v.seed, &v.commitment) else {
@@ -212,11 +220,21 @@ fn recipes(v: &PublicVerification) -> Vec<(String, String, String)> {
                 sq(&msg),
                 sq(seed)
             ),
-            format!(
-                "…= {b}  (first byte {} → {})",
-                &b[..2],
-                d.derived.map_or("?".into(), |f| f.to_string())
-            ),
+            match deciding_byte(&b) {
+                Some((0, x)) => format!(
+                    "…= {b}  (first byte {x} → {})",
+                    d.derived.map_or("?".into(), |f| f.to_string())
+                ),
+                Some((i, x)) => format!(
+                    "…= {b}  (byte {} is {x}, the first below fc → {})",
+                    i + 1,
+                    d.derived.map_or("?".into(), |f| f.to_string())
+                ),
+                None => format!(
+                    "…= {b}  (no byte below fc: the next block decides → {})",
+                    d.derived.map_or("?".into(), |f| f.to_string())
+                ),
+            },
         ));
     }
     if let Some(d) = v.deals.first() {
@@ -453,6 +471,15 @@ pub async fn game(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_recipe_names_the_byte_that_decides_the_die() {
+        assert_eq!(deciding_byte("0afc"), Some((0, "0a")));
+        // Bytes from fc up are skipped: the face comes from a later one.
+        assert_eq!(deciding_byte("fcfe07ff"), Some((2, "07")));
+        assert_eq!(deciding_byte("fbff"), Some((0, "fb")));
+        assert_eq!(deciding_byte("fcfdfeff"), None);
+    }
 
     #[test]
     fn ids_are_bounded_plain_words() {
