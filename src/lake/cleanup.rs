@@ -14,7 +14,10 @@
 //! - a checkpoint is kept with its commit (a Delta reader's head check wants the commit).
 //!
 //! Files go in version order, each checkpoint before its commit, so a cleanup killed halfway
-//! leaves a log that still starts at a checkpoint with every later commit.
+//! leaves a few of the oldest versions before the checkpoint it keeps (readers start from that
+//! checkpoint; the next cleanup deletes them). A process that read nothing while a cleanup went
+//! past its cached state reads the log again from its checkpoint ([`super::Lake::state`]; the
+//! Delta heads and metadata it caches likewise), so that no writer takes a deleted number.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -362,6 +365,33 @@ mod tests {
         let mut w = lake.writer().unwrap();
         fs::remove_file(lake.root().join("_vigie/delta-synced")).unwrap();
         assert_eq!(w.clean_logs(0).unwrap().vigie_files, 0);
+    }
+
+    /// A process that read nothing while another cleaned past its cached version (its commit
+    /// and the next one gone) reads the log again, and its next commit comes after the latest
+    /// (it stayed on its version, and would have linked its commit under a deleted number).
+    #[test]
+    fn a_process_left_behind_by_a_cleanup_reads_the_log_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let idle = lake_of(dir.path(), 40);
+        assert_eq!(idle.state().unwrap().version, 40);
+        let other = Lake::open(dir.path()).unwrap();
+        let mut w = other.writer().unwrap();
+        for i in 0..60 {
+            let mut txn = w.begin("t").unwrap();
+            txn.set_stage("s", serde_json::json!(100 + i));
+            txn.commit(serde_json::json!({})).unwrap();
+        }
+        assert_eq!(w.clean_logs(0).unwrap().oldest_vigie, Some(96));
+        drop(w);
+        assert_eq!(present(idle.root(), 41), (false, false));
+        let s = idle.state().unwrap();
+        assert_eq!((s.version, &s.stages["s"]), (100, &serde_json::json!(159)));
+        let mut w = idle.writer().unwrap();
+        let mut txn = w.begin("t").unwrap();
+        txn.set_stage("s", serde_json::json!("after"));
+        assert_eq!(txn.commit(serde_json::json!({})).unwrap(), 101);
+        assert_eq!(present(idle.root(), 41), (false, false));
     }
 
     #[test]

@@ -571,7 +571,8 @@ pub fn latest_metadata(
         }
         Ok(None)
     };
-    if let Some(k) = known.filter(|k| k.through <= head) {
+    // Known as of a version the log still has (a cleanup may have gone past it).
+    if let Some(k) = known.filter(|k| k.through <= head && commit_file(&dir, k.through).exists()) {
         let action = newest_in(k.through + 1)?.unwrap_or(k.action);
         return Ok(TableMeta {
             through: head,
@@ -772,8 +773,8 @@ fn publish(dir: &Path, version: u64, actions: &[Value], vigie: u64) -> Result<u6
 /// The Delta version of a table that describes Vigie version `vigie`: the newest one whose `txn`
 /// is at most `vigie` (a binary search: `txn` never decreases with the Delta version). A schema
 /// version repeats the `txn` of the version before it (same files, newer schema), so it is the
-/// one chosen for that Vigie version. `None` when the table's log starts after it (or, cleaned,
-/// keeps no older version) or does not exist.
+/// one chosen for that Vigie version. `None` when the table's log starts after it or does not
+/// exist; [`LakeError::Expired`] when a log cleanup deleted the versions before it.
 pub fn version_for(root: &Path, table: &str, vigie: u64) -> Result<Option<u64>> {
     let dir = log_dir(root, table);
     let (commits, _) = list_versions(&dir)?;
@@ -784,7 +785,14 @@ pub fn version_for(root: &Path, table: &str, vigie: u64) -> Result<Option<u64>> 
         let path = commit_file(&dir, v);
         vigie_version_of(&path, &read_actions(&path)?)
     };
-    if txn_of(first)? > vigie {
+    let oldest = txn_of(first)?;
+    if oldest > vigie {
+        if first > 0 {
+            return Err(LakeError::Expired {
+                what: format!("the Delta version of table {table} for Vigie version {vigie}"),
+                oldest,
+            });
+        }
         return Ok(None);
     }
     let (mut lo, mut hi) = (first, latest);
@@ -797,6 +805,25 @@ pub fn version_for(root: &Path, table: &str, vigie: u64) -> Result<Option<u64>> 
         }
     }
     Ok(Some(lo))
+}
+
+/// Whether the Delta log of `table` lacks a Vigie commit up to `vigie` that touches the table
+/// (its writer has not written it yet, or was killed first): a Delta reader then reads an older
+/// version of it than Vigie version `vigie`. Reads the Vigie commits after the table's head and
+/// after the version every log is known to have reached (`_vigie/delta-synced`).
+pub fn behind(lake: &Lake, table: &str, vigie: u64) -> Result<bool> {
+    let head = head(lake.root(), table)?.map_or(0, |h| h.vigie);
+    let mut from = head.max(synced_hint(lake.root()).unwrap_or(0).min(vigie));
+    // Commits the log no longer keeps were in every Delta log before they were cleaned.
+    if from < vigie && !lake.commit_path(from + 1).exists() {
+        from = from.max(lake.first_commit()?.saturating_sub(1));
+    }
+    for v in from + 1..=vigie {
+        if commit_actions(&lake.read_commit(v)?, table).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// How a table is declared when its Delta log is created: its file schema and partition column.
@@ -863,7 +890,14 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
         let known = heads.get(t).copied();
         let h = match known {
             // The cached head is right unless another process wrote after it.
-            Some(h) if !commit_file(&log_dir(root, t), h.delta + 1).exists() => Some(h),
+            // (and its own commit still there: a log cleanup leaves no version before its floor,
+            // and a head it went past would be written again under a deleted number).
+            Some(h)
+                if !commit_file(&log_dir(root, t), h.delta + 1).exists()
+                    && commit_file(&log_dir(root, t), h.delta).exists() =>
+            {
+                Some(h)
+            }
             _ => head(root, t)?,
         };
         match h {
@@ -919,14 +953,15 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     // Vigie commits that some table has not got yet: every table has every commit up to the
     // hint (written after a whole sync), so only later ones are read.
     let hint_path = root.join(SYNCED_HINT);
-    let hint = synced_hint(root).filter(|&h| h <= latest);
+    let raw_hint = synced_hint(root);
+    let hint = raw_hint.filter(|&h| h <= latest);
     let oldest = heads.values().map(|h| h.vigie).min().unwrap_or(latest);
-    let from = match hint {
-        Some(h) => oldest.max(h),
-        // Commits the log no longer has were in every table's log before they were cleaned
-        // ([`super::cleanup`] deletes none after the hint).
-        None => oldest.max(lake.first_commit()?.saturating_sub(1)),
-    };
+    let mut from = hint.map_or(oldest, |h| oldest.max(h));
+    // Commits the log no longer has were in every table's log before they were cleaned
+    // ([`super::cleanup`] deletes none after the hint): a table untouched since is not behind.
+    if from < latest && !lake.commit_path(from + 1).exists() {
+        from = from.max(lake.first_commit()?.saturating_sub(1));
+    }
     for v in from + 1..=latest {
         let c = lake.read_commit(v)?;
         let touched: BTreeSet<&str> = c
@@ -979,7 +1014,8 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     evolve(lake, catalogue, &state, &mut heads, &mut metas, &mut report)?;
     *lake.delta_heads.lock().unwrap_or_else(|p| p.into_inner()) = heads;
     *lake.delta_meta.lock().unwrap_or_else(|p| p.into_inner()) = metas;
-    if hint != Some(latest) {
+    // Never lowered (a process whose state is behind another's would take the others back).
+    if raw_hint.is_none_or(|h| h < latest) {
         let tmp = root.join(format!("_vigie/tmp/delta-synced-{}", super::random_id()));
         if fs::write(&tmp, latest.to_string()).is_ok() && fs::rename(&tmp, &hint_path).is_err() {
             let _ = fs::remove_file(&tmp);
@@ -1405,6 +1441,15 @@ fn write_checkpoint(
         "numOfAddFiles": files.len(),
     })
     .to_string();
+    // Never back to an older checkpoint (a slower writer's), which a log cleanup may delete.
+    let newer = fs::read_to_string(dir.join("_last_checkpoint"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("version")?.as_u64())
+        .is_some_and(|v| v > version);
+    if newer {
+        return Ok(());
+    }
     let last_tmp = dir.join(format!("._last_checkpoint.{}.tmp", super::random_id()));
     fs::write(&last_tmp, last).map_err(io(&last_tmp))?;
     fs::rename(&last_tmp, dir.join("_last_checkpoint")).map_err(io(&dir))?;
@@ -1470,10 +1515,16 @@ pub fn verify_checkpoints(lake: &Lake) -> Result<()> {
                 Ok(s) => {
                     e.insert(s);
                 }
-                // A table untouched since a Vigie version the log no longer keeps: nothing to
-                // compare its checkpoint with (`vigie lake check` still reads it whole).
+                // A table untouched since a Vigie version the log no longer keeps (or one a cleanup
+                // is deleting now): nothing to compare its checkpoint with (`vigie lake check`
+                // still reads it whole).
                 Err(LakeError::Expired { .. }) => {
                     mark_verified(lake, &t, c);
+                    continue;
+                }
+                Err(LakeError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
                     continue;
                 }
                 Err(e) => return Err(e),

@@ -484,36 +484,25 @@ impl Lake {
     /// state itself, whatever the number of files and tombstones it holds.
     ///
     /// With a cached state at version `v`, the new commits are found by looking for `v + 1`,
-    /// `v + 2`... (commits are published whole under their final name and never removed), so a
-    /// call costs one `stat` when nothing changed, not a listing of the whole log. Without one
-    /// (the first call), the newest checkpoint from which every later commit is present is read.
+    /// `v + 2`... (commits are published whole under their final name, and removed only by a log
+    /// cleanup, oldest first and never the latest), so a call costs a `stat` or two when nothing
+    /// changed, not a listing of the whole log. Without one (the first call), or when a cleanup
+    /// deleted the cached version's commit, the newest checkpoint is read.
     pub fn state(&self) -> Result<Arc<State>> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut state = match cache.take() {
-            Some(s) => s,
-            None => {
-                let (commits, checkpoints) = self.list_log()?;
-                let latest = commits.last().copied().unwrap_or(0);
-                // Start from the newest checkpoint from which every later commit is present.
-                let start = checkpoints
-                    .iter()
-                    .rev()
-                    .find(|&&c| c <= latest && (c + 1..=latest).all(|v| commits.contains(&v)))
-                    .copied();
-                Arc::new(match start {
-                    Some(c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
-                    // Never an empty state for a log whose start is gone.
-                    None if latest > 0 && !commits.contains(&1) => {
-                        return Err(LakeError::Corrupt {
-                            path: self.log_dir(),
-                            msg: format!(
-                                "no checkpoint from which every later commit up to {latest} is present, and commit 1 is missing"
-                            ),
-                        });
-                    }
-                    None => State::default(),
-                })
+            // A cached state whose own commit is gone (and nothing after it) was left behind by
+            // a log cleanup while this process read nothing ([`Writer::clean_logs`]): read again
+            // from the log's checkpoint, never stay on it (a writer would take a deleted number).
+            Some(s)
+                if s.version > 0
+                    && !self.commit_path(s.version + 1).exists()
+                    && !self.commit_path(s.version).exists() =>
+            {
+                self.state_from_log()?
             }
+            Some(s) => s,
+            None => self.state_from_log()?,
         };
         loop {
             let next = state.version + 1;
@@ -527,6 +516,24 @@ impl Lake {
         }
         *cache = Some(Arc::clone(&state));
         Ok(state)
+    }
+
+    /// The state at the log's newest checkpoint (empty without one); [`Lake::state`] applies the
+    /// commits after it. A listing beside live writers may miss a commit being linked, so the
+    /// commits are found by name after the checkpoint, not from the listing.
+    fn state_from_log(&self) -> Result<Arc<State>> {
+        let (commits, checkpoints) = self.list_log()?;
+        Ok(Arc::new(match checkpoints.last() {
+            Some(&c) => Self::read_json::<State>(&self.checkpoint_path(c))?,
+            // Never an empty state for a log whose start is gone.
+            None if !commits.is_empty() && !self.commit_path(1).exists() => {
+                return Err(LakeError::Corrupt {
+                    path: self.log_dir(),
+                    msg: "no checkpoint, and commit 1 is missing".to_owned(),
+                });
+            }
+            None => State::default(),
+        }))
     }
 
     /// A snapshot of the latest committed state.
@@ -974,11 +981,18 @@ impl<'a> Writer<'a> {
 
     /// Starts a transaction based on the latest state.
     pub fn begin(&mut self, op: &str) -> Result<Txn<'_, 'a>> {
-        let base = self.lake.state()?;
+        let base = self.lake.state()?.version;
+        self.begin_at(op, base)
+    }
+
+    /// Starts a transaction based on version `base` (the one its writer read what it decides
+    /// from): its commit conflicts with whatever the commits after `base` did to the same
+    /// sources, stages and files.
+    pub fn begin_at(&mut self, op: &str, base: u64) -> Result<Txn<'_, 'a>> {
         Ok(Txn {
             writer: self,
             op: op.to_string(),
-            base_version: base.version,
+            base_version: base,
             add: Vec::new(),
             remove: Vec::new(),
             sources: Vec::new(),
@@ -1152,7 +1166,18 @@ impl<'w, 'a> Txn<'w, 'a> {
             let state = lake.state()?;
             // Conflicts with what others committed since our base.
             for v in base + 1..=state.version {
-                let c = lake.read_commit(v)?;
+                let c = match lake.read_commit(v) {
+                    Ok(c) => c,
+                    // A transaction begun before a log cleanup that went past its base.
+                    Err(LakeError::Io { source, .. })
+                        if source.kind() == io::ErrorKind::NotFound =>
+                    {
+                        return Err(LakeError::Conflict(format!(
+                            "commit {v}, after this transaction's base ({base}), was cleaned from the log: begin again"
+                        )));
+                    }
+                    Err(e) => return Err(e),
+                };
                 for s in &c.sources {
                     if self.sources.iter().any(|o| o.id == s.id) {
                         return Err(LakeError::Conflict(format!(
