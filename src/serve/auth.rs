@@ -565,30 +565,28 @@ pub async fn login(
     let ip = client_ip(&headers, connect, app.config().trust_forwarded_for);
     let user_key = format!("user:{}", f.username.to_lowercase());
     let keys = [format!("ip:{ip}"), user_key.clone()];
-    // Counted as a failure now, taken back if it succeeds: attempts sent together cannot all
-    // pass the limit before the first is refused.
-    let attempt = match app.limiter().attempt(&keys) {
-        Ok(at) => at,
-        Err(wait) => {
-            app.metrics().login_limited();
-            let minutes = wait.as_secs().div_ceil(60).max(1);
-            let mut r = login_page(
-                &ctx,
-                StatusCode::TOO_MANY_REQUESTS,
-                &next,
-                &f.username,
-                &format!("Too many failed attempts. Try again in {minutes} minute(s)."),
-                "",
-                secure,
-            );
-            if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            return r;
+    // Attempts on a key are judged one after the other: sent together, they cannot all pass
+    // the limit before the first failure is counted.
+    let _turn = app.limiter().turn(&keys).await;
+    if let Some(wait) = app.limiter().blocked(&keys) {
+        app.metrics().login_limited();
+        let minutes = wait.as_secs().div_ceil(60).max(1);
+        let mut r = login_page(
+            &ctx,
+            StatusCode::TOO_MANY_REQUESTS,
+            &next,
+            &f.username,
+            &format!("Too many failed attempts. Try again in {minutes} minute(s)."),
+            "",
+            secure,
+        );
+        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
         }
-    };
+        return r;
+    }
     let path = app.config().users_file.clone();
-    let turn = app.limiter().check_turn().await;
+    let check = app.limiter().check_turn().await;
     let (username, password) = (f.username.clone(), f.password.clone());
     let verified =
         tokio::task::spawn_blocking(move || -> Result<Option<(Role, String)>, String> {
@@ -604,11 +602,10 @@ pub async fn login(
                 .map(|u| (u.role, users::record_fingerprint(u))))
         })
         .await;
-    drop(turn);
+    drop(check);
     let role = match verified {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
-            app.limiter().withdraw(&keys, attempt);
             return ErrorPage::response(
                 &ctx,
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -616,7 +613,6 @@ pub async fn login(
             );
         }
         Err(_) => {
-            app.limiter().withdraw(&keys, attempt);
             return ErrorPage::response(
                 &ctx,
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -625,6 +621,7 @@ pub async fn login(
         }
     };
     let Some((role, credential)) = role else {
+        app.limiter().fail(&keys);
         app.metrics().login_failed();
         return login_page(
             &ctx,
@@ -636,7 +633,6 @@ pub async fn login(
             secure,
         );
     };
-    app.limiter().withdraw(&keys, attempt);
     app.limiter().reset(&user_key);
     app.metrics().login_ok();
     if let Some(old) = cookie(&headers, SESSION_COOKIE) {

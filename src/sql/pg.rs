@@ -733,29 +733,31 @@ impl StartupHandler for PasswordStartup {
                     format!("pg-user:{user}"),
                     format!("pg-ip:{}", self.peer.ip()),
                 ];
-                // Counted as a failure now, taken back if it succeeds: logins sent together
-                // cannot all pass the limit before the first is refused.
-                let Ok(attempt) = self.limiter.attempt(&keys) else {
+                // Logins on a key are judged one after the other: sent together, they cannot
+                // all pass the limit before the first failure is counted.
+                let keys_turn = self.limiter.turn(&keys).await;
+                if self.limiter.blocked(&keys).is_some() {
                     return Err(fatal(
                         "28P01",
                         "too many failed logins: try again later".into(),
                     ));
-                };
+                }
                 let file = self.cfg.users_file.clone();
                 let who = user.clone();
-                let turn = self.limiter.check_turn().await;
+                let check = self.limiter.check_turn().await;
                 let role = tokio::task::spawn_blocking(move || {
                     PasswordStartup::check(&file, &who, &password)
                 })
                 .await
                 .unwrap_or(None);
-                drop(turn);
+                drop(check);
                 let Some(role) = role else {
+                    self.limiter.fail(&keys);
                     tracing::warn!(target: "vigie::sql", user, peer = %self.peer, "pg login refused");
                     return Err(PgWireError::InvalidPassword(user));
                 };
-                self.limiter.withdraw(&keys, attempt);
                 self.limiter.reset(&keys[0]);
+                drop(keys_turn);
                 self.admit(role).await?;
                 let (pid, secret) = self.keys.generate(client);
                 client.set_pid_and_secret_key(pid, secret);

@@ -1,25 +1,35 @@
 //! Failed-login counters per key (an address, a user name), shared by the dashboard's login form and the PostgreSQL endpoint.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Failed-login counters per key (`ip:…`, `user:…`), and the bound on password checks running at
-/// once.
+/// Failed-login counters per key (`ip:…`, `user:…`), one attempt at a time per key, and the bound
+/// on password checks running at once.
 #[derive(Debug)]
 pub struct LoginLimiter {
     max: u32,
     window: Duration,
     failures: Mutex<HashMap<String, Vec<Instant>>>,
+    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     checks: tokio::sync::Semaphore,
 }
 
 /// Password checks (Argon2, 19 MiB each) that may run at once, per limiter: more wait.
 const CHECKS_AT_ONCE: usize = 4;
+
+/// Keys whose turns are kept before the unused ones are dropped.
+const TURNS_KEPT: usize = 10_000;
+
+/// A login attempt's turn on each of its keys ([`LoginLimiter::turn`]), held until it is judged.
+#[derive(Debug)]
+pub struct Turn {
+    _held: Vec<tokio::sync::OwnedMutexGuard<()>>,
+}
 
 impl LoginLimiter {
     /// At most `max` failures per key within `window`.
@@ -28,35 +38,33 @@ impl LoginLimiter {
             max: max.max(1),
             window,
             failures: Mutex::new(HashMap::new()),
+            turns: Mutex::new(HashMap::new()),
             checks: tokio::sync::Semaphore::new(CHECKS_AT_ONCE),
         }
     }
 
-    /// Counts an attempt as a failure against every key before its password is checked, so that
-    /// attempts sent together cannot all pass the limit before the first is refused; the
-    /// attempt's mark, for [`LoginLimiter::withdraw`]. When a key is over the limit, nothing is
-    /// counted and the error says how long until it is not.
-    pub fn attempt(&self, keys: &[String]) -> Result<Instant, Duration> {
-        let now = Instant::now();
-        let mut map = lock(&self.failures);
-        if let Some(wait) = self.over(&mut map, keys, now) {
-            return Err(wait);
-        }
-        self.record(&mut map, keys, now);
-        Ok(now)
-    }
-
-    /// Takes back the count of the attempt marked `at` from every key (it succeeded, or its
-    /// password could not be checked).
-    pub fn withdraw(&self, keys: &[String], at: Instant) {
-        let mut map = lock(&self.failures);
-        for k in keys {
-            if let Some(v) = map.get_mut(k)
-                && let Some(i) = v.iter().position(|t| *t == at)
-            {
-                v.swap_remove(i);
+    /// Waits for the turn of an attempt on `keys`: attempts on a key are judged one after the
+    /// other, so that attempts sent together cannot all pass [`LoginLimiter::blocked`] before the
+    /// first failure is recorded, while correct ones sent together (a pool of connections) all
+    /// get in. Taken in the keys' order, so that two attempts never wait for each other.
+    pub async fn turn(&self, keys: &[String]) -> Turn {
+        let mut keys: Vec<&String> = keys.iter().collect();
+        keys.sort();
+        keys.dedup();
+        let locks: Vec<Arc<tokio::sync::Mutex<()>>> = {
+            let mut turns = lock(&self.turns);
+            if turns.len() > TURNS_KEPT {
+                turns.retain(|_, t| Arc::strong_count(t) > 1);
             }
+            keys.iter()
+                .map(|k| Arc::clone(turns.entry((*k).clone()).or_default()))
+                .collect()
+        };
+        let mut held = Vec::with_capacity(locks.len());
+        for l in locks {
+            held.push(l.lock_owned().await);
         }
+        Turn { _held: held }
     }
 
     /// Waits for a turn to check a password: at most a few checks run at once, whatever the
@@ -117,22 +125,29 @@ impl LoginLimiter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn attempts_made_together_are_counted_before_their_passwords_are_checked() {
-        let l = LoginLimiter::new(3, Duration::from_secs(60));
-        let keys = ["ip:1".to_owned(), "user:a".to_owned()];
-        // Eight attempts in flight at once: three get a turn, whatever their passwords.
-        let marks: Vec<_> = (0..8).map(|_| l.attempt(&keys)).collect();
-        assert_eq!(marks.iter().filter(|m| m.is_ok()).count(), 3);
-        assert!(marks[3..].iter().all(|m| m.is_err()));
-        // One of them succeeds: its count is taken back, the user's failures forgotten.
-        let Ok(first) = marks[0] else {
-            panic!("the first attempt had a turn")
-        };
-        l.withdraw(&keys, first);
-        l.reset("user:a");
-        assert!(l.blocked(&["user:a".to_owned()]).is_none());
-        assert!(l.attempt(&keys).is_ok(), "the address has 2 failures left");
-        assert!(l.attempt(&keys).is_err());
+    /// Eight attempts with a wrong password sent together on one key: judged one after the
+    /// other, three are checked and the others find the key over the limit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn attempts_sent_together_are_judged_one_after_the_other() {
+        let l = Arc::new(LoginLimiter::new(3, Duration::from_secs(60)));
+        let keys = vec!["ip:1".to_owned(), "user:a".to_owned()];
+        let tries = (0..8).map(|_| {
+            let (l, keys) = (Arc::clone(&l), keys.clone());
+            tokio::spawn(async move {
+                let _turn = l.turn(&keys).await;
+                if l.blocked(&keys).is_some() {
+                    return false;
+                }
+                // The password check, slow as Argon2 is, while the others wait.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                l.fail(&keys);
+                true
+            })
+        });
+        let mut checked = 0;
+        for t in tries {
+            checked += usize::from(t.await.unwrap_or(false));
+        }
+        assert_eq!(checked, 3);
     }
 }
