@@ -117,14 +117,11 @@ pub fn append(lake: &Lake, entry: NewAuditEntry) -> Result<AuditEntry, AppendErr
             .unwrap_or((0, GENESIS.to_string()));
         let sealed = seal(head_seq, &head_hash, entry.clone());
         let def = AuditRow::def();
-        let mut txn = writer.begin("audit")?;
-        // The commit's conflicts are looked for after its base only: a base later than the
-        // version the log was read at (another process appended in between) would chain this
-        // entry to an older head, with a number already taken.
-        if txn.base_version() != snapshot.version() {
-            txn.abort();
-            continue;
-        }
+        // Based on the version the log was read at: a commit's conflicts are looked for after
+        // its base only, and a later base (another process appended in between) would chain
+        // this entry to an older head, with a number already taken; another append since then
+        // moved the audit head, a conflict, and this one reads the log again.
+        let mut txn = writer.begin_at("audit", snapshot.version())?;
         let batch = AuditRow::to_batch(&[row(&sealed)]).map_err(LakeError::from)?;
         let file = txn.new_file(def.name, None)?;
         let mut meta = crate::lake::parquet::batch_meta(&def, &batch);
