@@ -208,13 +208,7 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
         )));
     }
     let (snapshot, _lease) = lake.held_snapshot(opts.as_of)?;
-    let mut delta_versions = BTreeMap::new();
-    for t in crate::catalog::tables() {
-        delta_versions.insert(
-            t.name.to_owned(),
-            crate::lake::delta::version_for(lake.root(), t.name, snapshot.version())?,
-        );
-    }
+    let delta_versions = delta_versions(lake, snapshot.version())?;
     // Written aside, then put in place: a failed run leaves no half bundle under `out`.
     let dir = partial_dir(&opts.out);
     if dir.exists() {
@@ -306,6 +300,43 @@ pub fn generate(lake: &Lake, opts: &ReportOptions) -> Result<(Summary, String), 
     Ok((summary, digest))
 }
 
+/// The Delta version of every table that describes Vigie version `v`. A Delta log behind it (a
+/// writer between its Vigie commit and its Delta commits, or killed there) is rolled forward
+/// first, as a writer's recovery would: the version named must be the one a Delta reader reads
+/// the report's data at, the same when the report is made again.
+fn delta_versions(lake: &Lake, v: u64) -> Result<BTreeMap<String, Option<u64>>, ReportError> {
+    let tables = crate::catalog::tables();
+    let behind = |lake: &Lake| -> Result<Vec<&str>, ReportError> {
+        let mut out = Vec::new();
+        for t in &tables {
+            if crate::lake::delta::behind(lake, t.name, v)? {
+                out.push(t.name);
+            }
+        }
+        Ok(out)
+    };
+    if !behind(lake)?.is_empty() {
+        if let Err(e) = lake.sync_delta() {
+            tracing::warn!(error = %e, "the Delta logs behind the report's version could not be rolled forward");
+        }
+        let still = behind(lake)?;
+        if !still.is_empty() {
+            return Err(ReportError::Option(format!(
+                "the Delta logs of {} are behind lake version {v}: run `vigie lake sync`, then the report again",
+                still.join(", ")
+            )));
+        }
+    }
+    let mut out = BTreeMap::new();
+    for t in &tables {
+        out.insert(
+            t.name.to_owned(),
+            crate::lake::delta::version_for(lake.root(), t.name, v)?,
+        );
+    }
+    Ok(out)
+}
+
 /// A bundle replaces what is at `out` only when that is an earlier bundle (it has a `DIGEST`):
 /// any other directory, a file, or one holding the lake is refused, never deleted.
 fn check_out(lake: &Lake, out: &Path) -> Result<(), ReportError> {
@@ -315,7 +346,7 @@ fn check_out(lake: &Lake, out: &Path) -> Result<(), ReportError> {
             out.display()
         )))
     };
-    if let (Ok(o), Ok(l)) = (out.canonicalize(), lake.root().canonicalize())
+    if let (Some(o), Ok(l)) = (resolved(out), lake.root().canonicalize())
         && (l.starts_with(&o) || o.starts_with(&l))
     {
         return refuse("it holds the lake or is inside it");
@@ -332,6 +363,24 @@ fn check_out(lake: &Lake, out: &Path) -> Result<(), ReportError> {
             Ok(true) => Ok(()),
             _ => refuse("it exists and is not a report bundle (no DIGEST)"),
         },
+    }
+}
+
+/// `path` made absolute through its nearest existing ancestor (a path that does not exist yet
+/// cannot be canonicalised whole).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    let mut tail = Vec::new();
+    let mut cur = path.to_path_buf();
+    loop {
+        if let Ok(mut found) = cur.canonicalize() {
+            found.extend(tail.iter().rev());
+            return Some(found);
+        }
+        tail.push(cur.file_name()?.to_owned());
+        cur = match cur.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
     }
 }
 

@@ -799,17 +799,8 @@ while time.time() < end:
 #[test]
 fn after_a_killed_writer_lake_sync_rolls_the_delta_logs_forward() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake");
+    let lake = killed_after_commit(dir.path());
     let lake_arg = lake.to_str().unwrap();
-    let sample = root().join("tests/fixtures/server-logs/sample.jsonl");
-    let status = Command::new(crate::common::vigie_bin())
-        .args(["ingest", "--quiet", "--lake", lake_arg])
-        .arg(&sample)
-        .env("VIGIE_FAILPOINT", "after_commit")
-        .env("VIGIE_LOG", "off")
-        .status()
-        .unwrap();
-    assert!(!status.success(), "the failpoint did not fire");
     let behind = |v: &serde_json::Value| -> u64 {
         v.as_array()
             .unwrap()
@@ -834,6 +825,60 @@ fn after_a_killed_writer_lake_sync_rolls_the_delta_logs_forward() {
     let out = vigie(&["lake", "sync", "--json", "--lake", lake_arg]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["commits"], 0, "{report}");
+}
+
+/// The sample ingested into `dir/lake` by a writer killed between its Vigie commit and its Delta
+/// commits: the Delta logs are behind.
+fn killed_after_commit(dir: &Path) -> PathBuf {
+    let lake = dir.join("lake");
+    let sample = root().join("tests/fixtures/server-logs/sample.jsonl");
+    let status = Command::new(crate::common::vigie_bin())
+        .args(["ingest", "--quiet", "--lake", lake.to_str().unwrap()])
+        .arg(&sample)
+        .env("VIGIE_FAILPOINT", "after_commit")
+        .env("VIGIE_LOG", "off")
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the failpoint did not fire");
+    lake
+}
+
+/// A report of a lake whose Delta logs are behind its version names the Delta versions a reader
+/// reads its data at: it rolls the logs forward first (it named the version before the commit).
+#[test]
+fn a_report_names_the_delta_versions_of_its_data_after_a_killed_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = killed_after_commit(dir.path());
+    let lake_arg = lake.to_str().unwrap();
+    let l = vigie::lake::Lake::open(&lake).unwrap();
+    let version = l.state().unwrap().version;
+    assert!(vigie::lake::delta::behind(&l, "events", version).unwrap());
+    drop(l);
+    let out_dir = dir.path().join("bundle");
+    let out = vigie(&[
+        "report",
+        "--lake",
+        lake_arg,
+        "--from",
+        "2026-11-20",
+        "--to",
+        "2026-11-21",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("summary.json")).unwrap()).unwrap();
+    let named = &summary["scope"]["delta_versions"]["events"];
+    let head = vigie::lake::delta::head(&lake, "events").unwrap().unwrap();
+    assert_eq!(head.vigie, version, "rolled forward");
+    assert_eq!(named, &serde_json::Value::from(head.delta));
+    let checks = check_ok(&lake);
+    assert!(checks.as_array().unwrap().iter().all(|t| t["behind"] == 0));
 }
 
 /// `vigie lake check` beside a live writer: a table whose Delta log a commit rolled forward after

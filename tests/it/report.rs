@@ -554,10 +554,18 @@ fn a_report_never_replaces_what_is_not_a_bundle_nor_runs_on_meaningless_options(
     let err = generate(&lake, &opts(&other)).unwrap_err().to_string();
     assert!(err.contains("not a report bundle"), "{err}");
     assert!(other.join("notes.txt").is_file(), "left whole");
-    let err = generate(&lake, &opts(sample_lake()))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("holds the lake"), "{err}");
+    for inside in [
+        sample_lake().to_path_buf(),
+        sample_lake().join("new-bundle"),
+    ] {
+        let err = generate(&lake, &opts(&inside)).unwrap_err().to_string();
+        assert!(
+            err.contains("holds the lake"),
+            "{}: {err}",
+            inside.display()
+        );
+    }
+    assert!(!sample_lake().join("new-bundle").exists());
     assert!(sample_lake().join("_vigie/log").is_dir());
     let fresh = out_dir("options");
     for alpha in [0.0, f64::NAN, 1.5] {
