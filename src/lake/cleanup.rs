@@ -1,7 +1,7 @@
 //! Log cleanup: deletes the commits and checkpoints of Vigie's log and of the tables' Delta logs older than the log retention, down to a checkpoint from which each log is still read.
 //!
 //! A stream commits a few times a second: without a cleanup, Vigie's log and the Delta log of
-//! every table it writes gain a file per commit for ever (some 100,000 a day each), which every
+//! every table it writes gain a file per commit for ever (86,400 a day each at one commit a second), which every
 //! reader starting on the lake lists (DuckDB, polars and Spark list a table's `_delta_log` at each
 //! query). The Delta protocol's answer is its metadata cleanup: the commits and checkpoints older
 //! than `delta.logRetentionDuration` go, provided a checkpoint after them stays, so that the latest
@@ -373,6 +373,9 @@ mod tests {
     #[test]
     fn a_process_left_behind_by_a_cleanup_reads_the_log_again() {
         let dir = tempfile::tempdir().unwrap();
+        // One process read the lake while it was empty, another at version 40.
+        let early = Lake::open(dir.path()).unwrap();
+        assert_eq!(early.state().unwrap().version, 0);
         let idle = lake_of(dir.path(), 40);
         assert_eq!(idle.state().unwrap().version, 40);
         let other = Lake::open(dir.path()).unwrap();
@@ -385,6 +388,7 @@ mod tests {
         assert_eq!(w.clean_logs(0).unwrap().oldest_vigie, Some(96));
         drop(w);
         assert_eq!(present(idle.root(), 41), (false, false));
+        assert_eq!(early.state().unwrap().version, 100);
         let s = idle.state().unwrap();
         assert_eq!((s.version, &s.stages["s"]), (100, &serde_json::json!(159)));
         let mut w = idle.writer().unwrap();

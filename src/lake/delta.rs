@@ -954,6 +954,8 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     // hint (written after a whole sync), so only later ones are read.
     let hint_path = root.join(SYNCED_HINT);
     let raw_hint = synced_hint(root);
+    // A hint ahead of the log (a lake restored without it) says nothing; the one written at the
+    // end is this sync's.
     let hint = raw_hint.filter(|&h| h <= latest);
     let oldest = heads.values().map(|h| h.vigie).min().unwrap_or(latest);
     let mut from = hint.map_or(oldest, |h| oldest.max(h));
@@ -1014,8 +1016,7 @@ pub fn sync(lake: &Lake, catalogue: &BTreeMap<String, TableSchema>) -> Result<Sy
     evolve(lake, catalogue, &state, &mut heads, &mut metas, &mut report)?;
     *lake.delta_heads.lock().unwrap_or_else(|p| p.into_inner()) = heads;
     *lake.delta_meta.lock().unwrap_or_else(|p| p.into_inner()) = metas;
-    // Never lowered (a process whose state is behind another's would take the others back).
-    if raw_hint.is_none_or(|h| h < latest) {
+    if raw_hint != Some(latest) {
         let tmp = root.join(format!("_vigie/tmp/delta-synced-{}", super::random_id()));
         if fs::write(&tmp, latest.to_string()).is_ok() && fs::rename(&tmp, &hint_path).is_err() {
             let _ = fs::remove_file(&tmp);

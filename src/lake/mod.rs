@@ -491,31 +491,37 @@ impl Lake {
     pub fn state(&self) -> Result<Arc<State>> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut state = match cache.take() {
-            // A cached state whose own commit is gone (and nothing after it) was left behind by
-            // a log cleanup while this process read nothing ([`Writer::clean_logs`]): read again
-            // from the log's checkpoint, never stay on it (a writer would take a deleted number).
-            Some(s)
-                if s.version > 0
-                    && !self.commit_path(s.version + 1).exists()
-                    && !self.commit_path(s.version).exists() =>
-            {
-                self.state_from_log()?
-            }
-            Some(s) => s,
-            None => self.state_from_log()?,
+            Some(s) if !self.left_behind(&s) => s,
+            _ => self.state_from_log()?,
         };
-        loop {
-            let next = state.version + 1;
-            let path = self.commit_path(next);
-            if !path.exists() {
+        // Twice at most: a cleanup may delete the commits this loop is about to read.
+        for _ in 0..2 {
+            loop {
+                let next = state.version + 1;
+                let path = self.commit_path(next);
+                if !path.exists() {
+                    break;
+                }
+                let c = self.read_commit(next)?;
+                // Copied only when a snapshot still holds this version.
+                Arc::make_mut(&mut state).apply(&c);
+            }
+            if !self.left_behind(&state) {
                 break;
             }
-            let c = self.read_commit(next)?;
-            // Copied only when a snapshot still holds this version.
-            Arc::make_mut(&mut state).apply(&c);
+            state = self.state_from_log()?;
         }
         *cache = Some(Arc::clone(&state));
         Ok(state)
+    }
+
+    /// Whether `state` was left behind by a log cleanup while this process read nothing
+    /// ([`Writer::clean_logs`]): no commit after it, and its own commit gone (commit 1 for the
+    /// empty state). It is then read again from the log's checkpoint, never kept: a writer would
+    /// take a deleted number. (An empty lake is listed at each call: its log is empty.)
+    fn left_behind(&self, state: &State) -> bool {
+        !self.commit_path(state.version + 1).exists()
+            && (state.version == 0 || !self.commit_path(state.version).exists())
     }
 
     /// The state at the log's newest checkpoint (empty without one); [`Lake::state`] applies the

@@ -346,7 +346,12 @@ fn check_out(lake: &Lake, out: &Path) -> Result<(), ReportError> {
             out.display()
         )))
     };
-    if let (Some(o), Ok(l)) = (resolved(out), lake.root().canonicalize())
+    let Some(o) = resolved(out) else {
+        return refuse(
+            "the path cannot be resolved (a `..` after a directory that does not exist)",
+        );
+    };
+    if let Ok(l) = lake.root().canonicalize()
         && (l.starts_with(&o) || o.starts_with(&l))
     {
         return refuse("it holds the lake or is inside it");

@@ -540,6 +540,9 @@ pub struct LoginForm {
     next: String,
 }
 
+/// Characters of a user name the login limiter keys on.
+pub(crate) const MAX_KEY_NAME: usize = 128;
+
 /// `POST /login`.
 pub async fn login(
     State(app): State<AppState>,
@@ -563,11 +566,18 @@ pub async fn login(
         );
     }
     let ip = client_ip(&headers, connect, app.config().trust_forwarded_for);
-    let user_key = format!("user:{}", f.username.to_lowercase());
+    // A name longer than any account's is keyed by its start (the limiter keeps its keys).
+    let name: String = f
+        .username
+        .to_lowercase()
+        .chars()
+        .take(MAX_KEY_NAME)
+        .collect();
+    let user_key = format!("user:{name}");
     let keys = [format!("ip:{ip}"), user_key.clone()];
     // Attempts on a key are judged one after the other: sent together, they cannot all pass
     // the limit before the first failure is counted.
-    let _turn = app.limiter().turn(&keys).await;
+    let turn = app.limiter().turn(&keys).await;
     if let Some(wait) = app.limiter().blocked(&keys) {
         app.metrics().login_limited();
         let minutes = wait.as_secs().div_ceil(60).max(1);
@@ -586,23 +596,37 @@ pub async fn login(
         return r;
     }
     let path = app.config().users_file.clone();
-    let check = app.limiter().check_turn().await;
     let (username, password) = (f.username.clone(), f.password.clone());
-    let verified =
-        tokio::task::spawn_blocking(move || -> Result<Option<(Role, String)>, String> {
-            let users = users::load_users(&path).map_err(|e| e.to_string())?;
-            let found = users.iter().find(|u| u.username == username);
-            let hash: &str = match found {
-                Some(u) => &u.hash,
-                None => users::dummy_hash(),
-            };
-            let ok = users::verify_password(hash, &password);
-            Ok(found
-                .filter(|_| ok)
-                .map(|u| (u.role, users::record_fingerprint(u))))
+    // Judged to the end on a task of its own, holding the keys' turn and a check's slot: a
+    // request dropped mid-check (its client closed the connection) still has its failure
+    // counted, and frees its turn and slot only when its check is done.
+    let judge = {
+        let (app, keys) = (app.clone(), keys.clone());
+        tokio::spawn(async move {
+            let _turn = turn;
+            let check = app.limiter().check_turn().await;
+            let verified =
+                tokio::task::spawn_blocking(move || -> Result<Option<(Role, String)>, String> {
+                    let users = users::load_users(&path).map_err(|e| e.to_string())?;
+                    let found = users.iter().find(|u| u.username == username);
+                    let hash: &str = match found {
+                        Some(u) => &u.hash,
+                        None => users::dummy_hash(),
+                    };
+                    let ok = users::verify_password(hash, &password);
+                    Ok(found
+                        .filter(|_| ok)
+                        .map(|u| (u.role, users::record_fingerprint(u))))
+                })
+                .await;
+            drop(check);
+            if matches!(verified, Ok(Ok(None))) {
+                app.limiter().fail(&keys);
+            }
+            verified
         })
-        .await;
-    drop(check);
+    };
+    let verified = judge.await.unwrap_or_else(Err);
     let role = match verified {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -621,7 +645,6 @@ pub async fn login(
         }
     };
     let Some((role, credential)) = role else {
-        app.limiter().fail(&keys);
         app.metrics().login_failed();
         return login_page(
             &ctx,

@@ -185,7 +185,9 @@ pub async fn report(State(app): State<AppState>, ctx: Ctx, Form(f): Form<ReportF
     };
     let built = tokio::task::spawn_blocking(move || {
         let result = (|| {
-            let lake = Lake::open(&root).map_err(|e| e.to_string())?;
+            // With the catalogue: the report may roll a Delta log forward, which creates the
+            // logs of tables that have none with their declared schemas.
+            let lake = crate::catalog::open(&root).map_err(|e| e.to_string())?;
             let (_, digest) = crate::report::generate(&lake, &opts).map_err(|e| e.to_string())?;
             let prefix = format!("vigie-report-{}-{}", opts.from, opts.to);
             let bytes = tar_dir(&opts.out, &prefix).map_err(|e| e.to_string())?;

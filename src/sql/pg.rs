@@ -729,8 +729,14 @@ impl StartupHandler for PasswordStartup {
                     .get(METADATA_USER)
                     .cloned()
                     .unwrap_or_default();
+                // A name longer than any account's is keyed by its start (the limiter keeps its
+                // keys).
+                let name: String = user
+                    .chars()
+                    .take(crate::serve::auth::MAX_KEY_NAME)
+                    .collect();
                 let keys = [
-                    format!("pg-user:{user}"),
+                    format!("pg-user:{name}"),
                     format!("pg-ip:{}", self.peer.ip()),
                 ];
                 // Logins on a key are judged one after the other: sent together, they cannot
@@ -744,20 +750,31 @@ impl StartupHandler for PasswordStartup {
                 }
                 let file = self.cfg.users_file.clone();
                 let who = user.clone();
-                let check = self.limiter.check_turn().await;
-                let role = tokio::task::spawn_blocking(move || {
-                    PasswordStartup::check(&file, &who, &password)
+                // Judged to the end on a task of its own, holding the keys' turn and a check's
+                // slot: a handshake dropped mid-check (its timeout) still has its failure
+                // counted, and frees its turn and slot only when its check is done.
+                let limiter = Arc::clone(&self.limiter);
+                let role = tokio::spawn(async move {
+                    let _turn = keys_turn;
+                    let check = limiter.check_turn().await;
+                    let role = tokio::task::spawn_blocking(move || {
+                        PasswordStartup::check(&file, &who, &password)
+                    })
+                    .await
+                    .unwrap_or(None);
+                    drop(check);
+                    match role {
+                        Some(_) => limiter.reset(&keys[0]),
+                        None => limiter.fail(&keys),
+                    }
+                    role
                 })
                 .await
                 .unwrap_or(None);
-                drop(check);
                 let Some(role) = role else {
-                    self.limiter.fail(&keys);
                     tracing::warn!(target: "vigie::sql", user, peer = %self.peer, "pg login refused");
                     return Err(PgWireError::InvalidPassword(user));
                 };
-                self.limiter.reset(&keys[0]);
-                drop(keys_turn);
                 self.admit(role).await?;
                 let (pid, secret) = self.keys.generate(client);
                 client.set_pid_and_secret_key(pid, secret);

@@ -102,7 +102,7 @@ pub struct StreamOptions {
     pub rewrites_retain: Duration,
     /// The commits and checkpoints of Vigie's log and of the tables' Delta logs older than this
     /// are deleted after each vacuum, down to a checkpoint ([`crate::lake::Writer::clean_logs`]):
-    /// at a commit a second each log would otherwise gain some 100,000 files a day.
+    /// at a commit a second each log would otherwise gain 86,400 files a day.
     pub log_retain: Duration,
     /// Engine analysis in the background while following (never with `once`).
     pub analysis: Option<StreamAnalysis>,

@@ -566,6 +566,9 @@ fn a_report_never_replaces_what_is_not_a_bundle_nor_runs_on_meaningless_options(
         );
     }
     assert!(!sample_lake().join("new-bundle").exists());
+    let round = sample_lake().join("missing/../new-bundle");
+    let err = generate(&lake, &opts(&round)).unwrap_err().to_string();
+    assert!(err.contains("cannot be resolved"), "{err}");
     assert!(sample_lake().join("_vigie/log").is_dir());
     let fresh = out_dir("options");
     for alpha in [0.0, f64::NAN, 1.5] {
