@@ -540,9 +540,6 @@ pub struct LoginForm {
     next: String,
 }
 
-/// Characters of a user name the login limiter keys on.
-pub(crate) const MAX_KEY_NAME: usize = 128;
-
 /// `POST /login`.
 pub async fn login(
     State(app): State<AppState>,
@@ -571,7 +568,7 @@ pub async fn login(
         .username
         .to_lowercase()
         .chars()
-        .take(MAX_KEY_NAME)
+        .take(crate::staff::limiter::MAX_KEY_NAME)
         .collect();
     let user_key = format!("user:{name}");
     let keys = [format!("ip:{ip}"), user_key.clone()];

@@ -733,7 +733,7 @@ impl StartupHandler for PasswordStartup {
                 // keys).
                 let name: String = user
                     .chars()
-                    .take(crate::serve::auth::MAX_KEY_NAME)
+                    .take(crate::staff::limiter::MAX_KEY_NAME)
                     .collect();
                 let keys = [
                     format!("pg-user:{name}"),

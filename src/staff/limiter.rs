@@ -22,6 +22,10 @@ pub struct LoginLimiter {
 /// Password checks (Argon2, 19 MiB each) that may run at once, per limiter: more wait.
 const CHECKS_AT_ONCE: usize = 4;
 
+/// Characters of a user name a key holds (a longer name is keyed by its start: no account has
+/// one, and the limiter keeps its keys).
+pub const MAX_KEY_NAME: usize = 128;
+
 /// Keys whose turns are kept before the unused ones are dropped.
 const TURNS_KEPT: usize = 10_000;
 
