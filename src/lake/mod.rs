@@ -490,12 +490,11 @@ impl Lake {
     /// deleted the cached version's commit, the newest checkpoint is read.
     pub fn state(&self) -> Result<Arc<State>> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let mut state = match cache.take() {
-            Some(s) if !self.left_behind(&s) => s,
-            _ => self.state_from_log()?,
+        let (mut state, mut fresh) = match cache.take() {
+            Some(s) => (s, false),
+            None => (self.state_from_log()?, true),
         };
-        // Twice at most: a cleanup may delete the commits this loop is about to read.
-        for _ in 0..2 {
+        loop {
             loop {
                 let next = state.version + 1;
                 let path = self.commit_path(next);
@@ -506,22 +505,19 @@ impl Lake {
                 // Copied only when a snapshot still holds this version.
                 Arc::make_mut(&mut state).apply(&c);
             }
-            if !self.left_behind(&state) {
+            // No commit follows. A state kept from an earlier call whose own commit is gone
+            // (commit 1 for the empty state) was left behind by a log cleanup while this process
+            // read nothing, or while this loop read ([`Writer::clean_logs`]): read again from the
+            // log's checkpoint, never kept (a writer would take a deleted number). An empty lake
+            // is listed at each call.
+            if fresh || (state.version > 0 && self.commit_path(state.version).exists()) {
                 break;
             }
             state = self.state_from_log()?;
+            fresh = true;
         }
         *cache = Some(Arc::clone(&state));
         Ok(state)
-    }
-
-    /// Whether `state` was left behind by a log cleanup while this process read nothing
-    /// ([`Writer::clean_logs`]): no commit after it, and its own commit gone (commit 1 for the
-    /// empty state). It is then read again from the log's checkpoint, never kept: a writer would
-    /// take a deleted number. (An empty lake is listed at each call: its log is empty.)
-    fn left_behind(&self, state: &State) -> bool {
-        !self.commit_path(state.version + 1).exists()
-            && (state.version == 0 || !self.commit_path(state.version).exists())
     }
 
     /// The state at the log's newest checkpoint (empty without one); [`Lake::state`] applies the
