@@ -584,6 +584,12 @@ fn verify_fails_a_lost_draw_and_cards_dealt_by_another_dealer() {
     let (code, text) = run("gap.jsonl", &a);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("seq_gap"), "{text}");
+    // Lines of a game without its start: nothing of it can be checked, a failure (it was left
+    // out, "0 games", and passed).
+    a.remove(0);
+    let (code, text) = run("no-start.jsonl", &a);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("missing_start"), "{text}");
 
     let mut b = sample_game("be-", 0);
     let (code, text) = run("belote.jsonl", &b);
