@@ -46,12 +46,17 @@ pub struct LogCleanup {
     pub oldest_vigie: Option<u64>,
 }
 
+/// A log's commit and checkpoint versions.
+type Versions = (BTreeSet<u64>, BTreeSet<u64>);
+
 /// One log's files: its directory, its checkpoint interval and how it names versions.
 struct Log {
     dir: PathBuf,
     every: u64,
     commit: fn(&Path, u64) -> PathBuf,
     checkpoint: fn(&Path, u64) -> PathBuf,
+    /// The versions of its commits and checkpoints, listed.
+    list: fn(&Path) -> Result<Versions>,
 }
 
 impl Log {
@@ -61,6 +66,7 @@ impl Log {
             every: CHECKPOINT_EVERY,
             commit: |d, v| d.join(format!("{v:020}.json")),
             checkpoint: |d, v| d.join(format!("{v:020}.checkpoint.json")),
+            list: super::list_log_dir,
         }
     }
 
@@ -70,6 +76,7 @@ impl Log {
             every: delta::CHECKPOINT_INTERVAL,
             commit: delta::commit_file,
             checkpoint: delta::checkpoint_file,
+            list: delta::list_versions,
         }
     }
 
@@ -83,26 +90,13 @@ impl Log {
 
     /// The oldest version present (commit or checkpoint), by a listing.
     fn first(&self) -> Result<Option<u64>> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).at(&self.dir),
-        };
-        let mut first: Option<u64> = None;
-        for entry in entries {
-            let name = entry.at(&self.dir)?.file_name();
-            let name = name.to_string_lossy();
-            let version = name
-                .strip_suffix(".json")
-                .map(|s| s.strip_suffix(".checkpoint").unwrap_or(s))
-                .or_else(|| name.strip_suffix(".checkpoint.parquet"))
-                .filter(|s| s.len() == 20)
-                .and_then(|s| s.parse::<u64>().ok());
-            if let Some(v) = version {
-                first = Some(first.map_or(v, |f| f.min(v)));
-            }
-        }
-        Ok(first)
+        let (commits, checkpoints) = (self.list)(&self.dir)?;
+        Ok(commits
+            .first()
+            .into_iter()
+            .chain(checkpoints.first())
+            .min()
+            .copied())
     }
 
     /// Whether commit `v` was written at or before `cutoff` (a commit already gone counts as

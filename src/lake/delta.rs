@@ -428,7 +428,7 @@ pub struct Head {
 }
 
 /// Versions of the JSON commits and Parquet checkpoints in a `_delta_log` directory.
-fn list_versions(dir: &Path) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
+pub(crate) fn list_versions(dir: &Path) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
     let mut commits = BTreeSet::new();
     let mut checkpoints = BTreeSet::new();
     let entries = match fs::read_dir(dir) {

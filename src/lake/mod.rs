@@ -448,23 +448,7 @@ impl Lake {
 
     /// Versions of commits and checkpoints present in the log.
     fn list_log(&self) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
-        let dir = self.log_dir();
-        let mut commits = BTreeSet::new();
-        let mut checkpoints = BTreeSet::new();
-        for entry in fs::read_dir(&dir).at(&dir)? {
-            let entry = entry.at(&dir)?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if let Some(v) = name
-                .strip_suffix(".checkpoint.json")
-                .and_then(|s| s.parse().ok())
-            {
-                checkpoints.insert(v);
-            } else if let Some(v) = name.strip_suffix(".json").and_then(|s| s.parse().ok()) {
-                commits.insert(v);
-            }
-        }
-        Ok((commits, checkpoints))
+        list_log_dir(&self.log_dir())
     }
 
     fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
@@ -767,6 +751,26 @@ fn oldest_readable(
         return Some(0);
     }
     checkpoints.range(run - 1..=latest).next().copied()
+}
+
+/// Versions of the commits and checkpoints in Vigie's log directory `dir`.
+fn list_log_dir(dir: &Path) -> Result<(BTreeSet<u64>, BTreeSet<u64>)> {
+    let mut commits = BTreeSet::new();
+    let mut checkpoints = BTreeSet::new();
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if let Some(v) = name
+            .strip_suffix(".checkpoint.json")
+            .and_then(|s| s.parse().ok())
+        {
+            checkpoints.insert(v);
+        } else if let Some(v) = name.strip_suffix(".json").and_then(|s| s.parse().ok()) {
+            commits.insert(v);
+        }
+    }
+    Ok((commits, checkpoints))
 }
 
 /// Where readers' leases live.
